@@ -1,0 +1,37 @@
+package io.kvrouter.core.admission;
+
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.selection.SelectionResult;
+
+/** A live booking in the ledger. Mutable, owned by the admission state (one writer). */
+final class Booking {
+  final String requestId;
+  final long attempt;
+  final Rank rank;
+  final long prefillTokens;
+  final long decodeBlocks;
+  final long bookedAtMillis;
+  final long queuedMicros;
+  final SelectionResult selection;
+  long nonce;
+  boolean prefillDone;
+  long leaseExpiresAtMillis;
+
+  Booking(String requestId, long attempt, Rank rank, long prefillTokens, long decodeBlocks, long bookedAtMillis,
+      long queuedMicros, SelectionResult selection, long nonce, long leaseExpiresAtMillis) {
+    this.requestId = requestId;
+    this.attempt = attempt;
+    this.rank = rank;
+    this.prefillTokens = prefillTokens;
+    this.decodeBlocks = decodeBlocks;
+    this.bookedAtMillis = bookedAtMillis;
+    this.queuedMicros = queuedMicros;
+    this.selection = selection;
+    this.nonce = nonce;
+    this.leaseExpiresAtMillis = leaseExpiresAtMillis;
+  }
+
+  long heldPrefillTokens() {
+    return prefillDone ? 0 : prefillTokens;
+  }
+}

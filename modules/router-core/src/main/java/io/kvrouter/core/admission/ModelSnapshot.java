@@ -1,0 +1,35 @@
+package io.kvrouter.core.admission;
+
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.load.ReportedLoad;
+import io.kvrouter.core.model.WorkerConfig;
+import java.util.List;
+import java.util.Map;
+
+/** A model's admission state as an operator sees it (Admin.GetModelState and the management routes). */
+public record ModelSnapshot(
+    String model,
+    String policy,
+    Map<String, String> policyParameters,
+    long viewVersion,
+    int blockSize,
+    List<WorkerSnapshot> workers,
+    List<BookingSnapshot> bookings,
+    int pending,
+    long expiredBookings) {
+
+  public record WorkerSnapshot(WorkerConfig config, boolean available, List<RankSnapshot> ranks) {}
+
+  public record RankSnapshot(int dpRank, RankLoad load, int liveBookings, boolean overloaded, ReportedLoad reported) {}
+
+  public record BookingSnapshot(
+      String requestId,
+      long attempt,
+      String workerId,
+      int dpRank,
+      long prefillTokens,
+      long decodeBlocks,
+      boolean prefillDone,
+      long bookedAtMillis,
+      long leaseExpiresAtMillis) {}
+}

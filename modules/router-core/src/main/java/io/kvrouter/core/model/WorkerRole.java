@@ -1,0 +1,7 @@
+package io.kvrouter.core.model;
+
+public enum WorkerRole {
+  AGGREGATED,
+  PREFILL,
+  DECODE
+}

@@ -1,0 +1,35 @@
+package io.kvrouter.core.policy;
+
+import io.kvrouter.core.selection.Candidates;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A picker and the one lock around its mutable state. The actor (picking for a Book) and every inline Select take
+ * the same lock; it is held only for the pick itself, never while projecting loads or building the answer.
+ */
+public final class PickerSlot {
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Picker picker;
+
+  public PickerSlot(Picker picker) {
+    this.picker = picker;
+  }
+
+  public int pick(Candidates candidates) {
+    lock.lock();
+    try {
+      return picker.pick(candidates);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  public PickerState state() {
+    lock.lock();
+    try {
+      return picker.state();
+    } finally {
+      lock.unlock();
+    }
+  }
+}

@@ -1,0 +1,148 @@
+package io.kvrouter.core.policy;
+
+import io.kvrouter.core.selection.RoutingError;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * A model's policy and its parameters: Dynamo's KV cost knobs, busy thresholds (overload filtering) and the
+ * admission queue. Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
+ */
+public record PolicyConfig(
+    Policy policy,
+    double temperature,
+    double overlapCredit,
+    double prefillLoadScale,
+    double hostCacheHitWeight,
+    double diskCacheHitWeight,
+    Double activeDecodeBlocksThreshold,
+    Long activePrefillTokensThreshold,
+    Double activePrefillTokensThresholdFrac,
+    Double queueThresholdFrac,
+    int maxPending,
+    Long seed) {
+
+  public static final String TEMPERATURE = "temperature";
+  public static final String OVERLAP_CREDIT = "overlap_credit";
+  public static final String PREFILL_LOAD_SCALE = "prefill_load_scale";
+  public static final String HOST_CACHE_HIT_WEIGHT = "host_cache_hit_weight";
+  public static final String DISK_CACHE_HIT_WEIGHT = "disk_cache_hit_weight";
+  public static final String ACTIVE_DECODE_BLOCKS_THRESHOLD = "active_decode_blocks_threshold";
+  public static final String ACTIVE_PREFILL_TOKENS_THRESHOLD = "active_prefill_tokens_threshold";
+  public static final String ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC = "active_prefill_tokens_threshold_frac";
+  public static final String QUEUE_THRESHOLD_FRAC = "queue_threshold_frac";
+  public static final String MAX_PENDING = "max_pending";
+  public static final String SEED = "seed";
+
+  public static PolicyConfig defaults() {
+    return new PolicyConfig(Policy.KV, 0.0, 1.0, 1.0, 0.75, 0.25, null, null, null, null, 1024, null);
+  }
+
+  /**
+   * This config with {@code policyName} (blank keeps the current policy) and the given parameters applied over the
+   * current ones; a parameter with an empty value resets it to its default. Throws INVALID_ARGUMENT and changes nothing
+   * on an unknown policy, an unknown parameter or a bad value.
+   */
+  public PolicyConfig with(String policyName, Map<String, String> parameters) {
+    Map<String, String> merged = toParameters();
+    PolicyConfig defaults = defaults();
+    for (Map.Entry<String, String> entry : parameters.entrySet()) {
+      if (!merged.containsKey(entry.getKey())) {
+        throw RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER, "unknown policy parameter '"
+            + entry.getKey() + "'; known: " + merged.keySet()).toException();
+      }
+      String value = entry.getValue() == null || entry.getValue().isBlank()
+          ? defaults.toParameters().get(entry.getKey()) : entry.getValue().trim();
+      merged.put(entry.getKey(), value);
+    }
+    Policy chosen = policyName == null || policyName.isBlank() ? policy : Policy.fromWireName(policyName);
+    return fromParameters(chosen, merged);
+  }
+
+  private static PolicyConfig fromParameters(Policy policy, Map<String, String> p) {
+    PolicyConfig config = new PolicyConfig(
+        policy,
+        nonNegative(TEMPERATURE, p),
+        nonNegative(OVERLAP_CREDIT, p),
+        nonNegative(PREFILL_LOAD_SCALE, p),
+        nonNegative(HOST_CACHE_HIT_WEIGHT, p),
+        nonNegative(DISK_CACHE_HIT_WEIGHT, p),
+        optionalFraction(ACTIVE_DECODE_BLOCKS_THRESHOLD, p),
+        optionalLong(ACTIVE_PREFILL_TOKENS_THRESHOLD, p),
+        optionalFraction(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, p),
+        optionalFraction(QUEUE_THRESHOLD_FRAC, p),
+        (int) Math.min(Integer.MAX_VALUE, requiredLong(MAX_PENDING, p)),
+        optionalLong(SEED, p));
+    if (config.maxPending < 0) {
+      throw bad(MAX_PENDING, p.get(MAX_PENDING));
+    }
+    return config;
+  }
+
+  /** The parameters as strings, every key present ("" for an unset optional one). */
+  public Map<String, String> toParameters() {
+    Map<String, String> p = new LinkedHashMap<>();
+    p.put(TEMPERATURE, Double.toString(temperature));
+    p.put(OVERLAP_CREDIT, Double.toString(overlapCredit));
+    p.put(PREFILL_LOAD_SCALE, Double.toString(prefillLoadScale));
+    p.put(HOST_CACHE_HIT_WEIGHT, Double.toString(hostCacheHitWeight));
+    p.put(DISK_CACHE_HIT_WEIGHT, Double.toString(diskCacheHitWeight));
+    p.put(ACTIVE_DECODE_BLOCKS_THRESHOLD, text(activeDecodeBlocksThreshold));
+    p.put(ACTIVE_PREFILL_TOKENS_THRESHOLD, text(activePrefillTokensThreshold));
+    p.put(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, text(activePrefillTokensThresholdFrac));
+    p.put(QUEUE_THRESHOLD_FRAC, text(queueThresholdFrac));
+    p.put(MAX_PENDING, Integer.toString(maxPending));
+    p.put(SEED, text(seed));
+    return p;
+  }
+
+  private static String text(Object value) {
+    return value == null ? "" : value.toString();
+  }
+
+  private static double nonNegative(String key, Map<String, String> p) {
+    double value = parseDouble(key, p.get(key));
+    if (!(value >= 0) || Double.isInfinite(value)) {
+      throw bad(key, p.get(key));
+    }
+    return value;
+  }
+
+  private static Double optionalFraction(String key, Map<String, String> p) {
+    String raw = p.get(key);
+    if (raw == null || raw.isEmpty()) {
+      return null;
+    }
+    double value = parseDouble(key, raw);
+    if (!(value >= 0) || Double.isInfinite(value)) {
+      throw bad(key, raw);
+    }
+    return value;
+  }
+
+  private static Long optionalLong(String key, Map<String, String> p) {
+    String raw = p.get(key);
+    return raw == null || raw.isEmpty() ? null : requiredLong(key, p);
+  }
+
+  private static long requiredLong(String key, Map<String, String> p) {
+    try {
+      return Long.parseLong(p.get(key));
+    } catch (NumberFormatException e) {
+      throw bad(key, p.get(key));
+    }
+  }
+
+  private static double parseDouble(String key, String raw) {
+    try {
+      return Double.parseDouble(raw);
+    } catch (NumberFormatException | NullPointerException e) {
+      throw bad(key, raw);
+    }
+  }
+
+  private static RuntimeException bad(String key, String raw) {
+    return RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER,
+        "policy parameter '" + key + "' has an invalid value '" + raw + "'").toException();
+  }
+}

@@ -1,0 +1,108 @@
+package io.kvrouter.core.selection;
+
+import io.kvrouter.core.load.LoadCell;
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.load.ReportedLoad;
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.policy.PolicyConfig;
+import java.util.Set;
+
+/** Load projection and reject thresholds: which ranks are candidates for a request, with their loads. */
+public final class LoadProjection {
+  private LoadProjection() {}
+
+  /**
+   * Projects every eligible rank's load into {@code out} and applies the rejection rules in Dynamo's order: pinned
+   * not allowed → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else no endpoints.
+   *
+   * @throws RoutingException when no candidate remains
+   */
+  public static void projectWorkerLoads(SelectionView view, SelectionRequest request, Candidates out, long nowMillis) {
+    String pinned = request.pinnedWorker();
+    Set<String> allowed = request.allowedWorkers();
+    if (pinned != null) {
+      if (!allowed.isEmpty() && !allowed.contains(pinned)) {
+        throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_NOT_ALLOWED,
+            "pinned worker '" + pinned + "' is not in allowed_workers").toException();
+      }
+      WorkerConfig worker = view.worker(pinned);
+      if (worker == null) {
+        throw WorkerConfig.unknownWorker(view.model(), pinned);
+      }
+      Integer rank = request.pinnedDpRank();
+      if (rank != null && view.indexOf(new Rank(pinned, rank)) < 0) {
+        throw RoutingError.notFound(RoutingError.UNKNOWN_WORKER, "worker '" + pinned + "' has no dp rank " + rank)
+            .toException();
+      }
+    }
+    PolicyConfig policy = view.policy();
+    long heartbeatTimeout = view.heartbeatTimeoutMillis();
+    int ranks = view.rankCount();
+    out.reset(ranks);
+    int eligibleIgnoringOverload = 0;
+    for (int i = 0; i < ranks; i++) {
+      Rank rank = view.rank(i);
+      if (pinned != null && (!rank.workerId().equals(pinned)
+          || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
+        continue;
+      }
+      if (!allowed.isEmpty() && !allowed.contains(rank.workerId())) {
+        continue;
+      }
+      LoadCell cell = view.cell(i);
+      ReportedLoad reported = cell.reported();
+      if (!isAvailable(reported, heartbeatTimeout, nowMillis)) {
+        continue;
+      }
+      eligibleIgnoringOverload++;
+      RankLoad booked = cell.booked();
+      if (isOverloaded(policy, view.rankWorker(i), booked, reported)) {
+        continue;
+      }
+      out.add(i, booked.inFlight(), booked.prefillTokens(), booked.decodeBlocks());
+    }
+    if (out.size() == 0) {
+      if (eligibleIgnoringOverload > 0) {
+        if (pinned != null) {
+          throw RoutingError.unavailable(RoutingError.PINNED_WORKER_OVERLOADED,
+              "pinned worker '" + pinned + "' is overloaded").toException();
+        }
+        throw RoutingError.unavailable(RoutingError.ALL_WORKERS_OVERLOADED,
+            "all " + eligibleIgnoringOverload + " eligible ranks of model '" + view.model() + "' are overloaded")
+            .toException();
+      }
+      throw RoutingError.unavailable(RoutingError.NO_ENDPOINTS,
+          "no eligible worker for model '" + view.model() + "'").toException();
+    }
+  }
+
+  /** A rank that never reported is never timed out; one that did must keep reporting. */
+  public static boolean isAvailable(ReportedLoad reported, long heartbeatTimeoutMillis, long nowMillis) {
+    return reported == null || heartbeatTimeoutMillis <= 0
+        || nowMillis - reported.reportedAtMillis() <= heartbeatTimeoutMillis;
+  }
+
+  /**
+   * Busy-threshold overload: decode blocks above a fraction of the rank's KV blocks, or prefill tokens above an
+   * absolute threshold or a fraction of max batched tokens. Judged on the larger of booked and engine-reported load.
+   */
+  public static boolean isOverloaded(PolicyConfig policy, WorkerConfig worker, RankLoad booked, ReportedLoad reported) {
+    long decode = booked.decodeBlocks();
+    long prefill = booked.prefillTokens();
+    if (reported != null) {
+      decode = Math.max(decode, reported.decodeBlocks());
+      prefill = Math.max(prefill, reported.prefillTokens());
+    }
+    Double decodeFrac = policy.activeDecodeBlocksThreshold();
+    if (decodeFrac != null && decode > decodeFrac * worker.totalKvBlocks()) {
+      return true;
+    }
+    Long prefillAbs = policy.activePrefillTokensThreshold();
+    if (prefillAbs != null && prefill > prefillAbs) {
+      return true;
+    }
+    Double prefillFrac = policy.activePrefillTokensThresholdFrac();
+    return prefillFrac != null && prefill > prefillFrac * worker.maxNumBatchedTokens();
+  }
+}

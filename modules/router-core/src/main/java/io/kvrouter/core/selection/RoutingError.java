@@ -1,0 +1,62 @@
+package io.kvrouter.core.selection;
+
+/**
+ * A rejection with a status (mapped 1:1 onto a gRPC status at the edge), a machine-readable reason and a message.
+ * A plain record so it can travel in actor replies.
+ */
+public record RoutingError(Code code, String reason, String message) {
+
+  public enum Code {
+    INVALID_ARGUMENT,
+    NOT_FOUND,
+    ALREADY_EXISTS,
+    FAILED_PRECONDITION,
+    UNAVAILABLE,
+    RESOURCE_EXHAUSTED,
+    DEADLINE_EXCEEDED,
+    UNAUTHENTICATED,
+    PERMISSION_DENIED
+  }
+
+  public static final String EMPTY_MODEL = "EMPTY_MODEL";
+  public static final String EMPTY_WORKER_ID = "EMPTY_WORKER_ID";
+  public static final String EMPTY_REQUEST_ID = "EMPTY_REQUEST_ID";
+  public static final String INVALID_SIZE = "INVALID_SIZE";
+  public static final String INVALID_BLOCK_SIZE = "INVALID_BLOCK_SIZE";
+  public static final String BLOCK_SIZE_MISMATCH = "BLOCK_SIZE_MISMATCH";
+  public static final String TOO_MANY_TOKENS = "TOO_MANY_TOKENS";
+  public static final String MALFORMED = "MALFORMED";
+  public static final String UNKNOWN_POLICY = "UNKNOWN_POLICY";
+  public static final String INVALID_POLICY_PARAMETER = "INVALID_POLICY_PARAMETER";
+  public static final String UNKNOWN_MODEL = "UNKNOWN_MODEL";
+  public static final String UNKNOWN_WORKER = "UNKNOWN_WORKER";
+  public static final String WORKER_CONFIG_CONFLICT = "WORKER_CONFIG_CONFLICT";
+  public static final String PINNED_WORKER_NOT_ALLOWED = "PINNED_WORKER_NOT_ALLOWED";
+  public static final String NO_ENDPOINTS = "NO_ENDPOINTS";
+  public static final String ALL_WORKERS_OVERLOADED = "ALL_WORKERS_OVERLOADED";
+  public static final String PINNED_WORKER_OVERLOADED = "PINNED_WORKER_OVERLOADED";
+  public static final String QUEUE_LIMIT = "QUEUE_LIMIT";
+  public static final String MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE";
+  public static final String QUEUE_DEADLINE_EXCEEDED = "QUEUE_DEADLINE_EXCEEDED";
+  public static final String ADMISSION_TIMEOUT = "ADMISSION_TIMEOUT";
+
+  public static RoutingError invalid(String reason, String message) {
+    return new RoutingError(Code.INVALID_ARGUMENT, reason, message);
+  }
+
+  public static RoutingError notFound(String reason, String message) {
+    return new RoutingError(Code.NOT_FOUND, reason, message);
+  }
+
+  public static RoutingError unavailable(String reason, String message) {
+    return new RoutingError(Code.UNAVAILABLE, reason, message);
+  }
+
+  public static RoutingError unknownModel(String model) {
+    return notFound(UNKNOWN_MODEL, "model '" + model + "' has no registered worker");
+  }
+
+  public RoutingException toException() {
+    return new RoutingException(this);
+  }
+}

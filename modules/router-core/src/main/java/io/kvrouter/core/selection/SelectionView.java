@@ -1,0 +1,154 @@
+package io.kvrouter.core.selection;
+
+import io.kvrouter.core.load.LoadCell;
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.policy.PickerSlot;
+import io.kvrouter.core.policy.PolicyConfig;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * What one selection reads, immutable except for the load cells and the picker (each safe on its own). Published by
+ * the admission actor when membership, configs or the policy change; loads change through the cells in place.
+ */
+public final class SelectionView {
+  private final String model;
+  private final long version;
+  private final int blockSize;
+  private final Map<String, WorkerConfig> workers;
+  private final Rank[] ranks;
+  private final WorkerConfig[] rankWorkers;
+  private final LoadCell[] cells;
+  private final Map<Rank, Integer> rankIndexes;
+  private final PolicyConfig policy;
+  private final PickerSlot picker;
+  private final KvOverlapSource overlapSource;
+  private final ActivePrefixSource activePrefix;
+  private final long heartbeatTimeoutMillis;
+
+  /**
+   * @param workers the model's workers; ranks are laid out in (workerId, dpRank) order
+   * @param cells one cell per rank; the actor keeps writing the same cells after publishing
+   */
+  public SelectionView(String model, long version, Collection<WorkerConfig> workers, Map<Rank, LoadCell> cells,
+      PolicyConfig policy, PickerSlot picker, KvOverlapSource overlapSource, ActivePrefixSource activePrefix,
+      long heartbeatTimeoutMillis) {
+    this.model = model;
+    this.version = version;
+    TreeMap<String, WorkerConfig> sorted = new TreeMap<>();
+    for (WorkerConfig worker : workers) {
+      sorted.put(worker.workerId(), worker);
+    }
+    this.workers = Collections.unmodifiableMap(sorted);
+    this.blockSize = sorted.isEmpty() ? 0 : sorted.firstEntry().getValue().blockSize();
+    List<Rank> rankList = new ArrayList<>();
+    List<WorkerConfig> owners = new ArrayList<>();
+    for (WorkerConfig worker : sorted.values()) {
+      for (int r = worker.dpStart(); r < worker.dpStart() + worker.dpSize(); r++) {
+        rankList.add(worker.rank(r));
+        owners.add(worker);
+      }
+    }
+    this.ranks = rankList.toArray(Rank[]::new);
+    this.rankWorkers = owners.toArray(WorkerConfig[]::new);
+    this.cells = new LoadCell[ranks.length];
+    this.rankIndexes = new HashMap<>();
+    for (int i = 0; i < ranks.length; i++) {
+      LoadCell cell = cells.get(ranks[i]);
+      if (cell == null) {
+        throw new IllegalArgumentException("no load cell for rank " + ranks[i]);
+      }
+      this.cells[i] = cell;
+      rankIndexes.put(ranks[i], i);
+    }
+    this.policy = policy;
+    this.picker = picker;
+    this.overlapSource = overlapSource;
+    this.activePrefix = activePrefix;
+    this.heartbeatTimeoutMillis = heartbeatTimeoutMillis;
+  }
+
+  public String model() {
+    return model;
+  }
+
+  public long version() {
+    return version;
+  }
+
+  /** The model's block size (every worker of a model shares it); 0 when there is no worker. */
+  public int blockSize() {
+    return blockSize;
+  }
+
+  public boolean isEmpty() {
+    return ranks.length == 0;
+  }
+
+  public Map<String, WorkerConfig> workers() {
+    return workers;
+  }
+
+  public WorkerConfig worker(String workerId) {
+    return workers.get(workerId);
+  }
+
+  public int rankCount() {
+    return ranks.length;
+  }
+
+  public Rank rank(int index) {
+    return ranks[index];
+  }
+
+  public WorkerConfig rankWorker(int index) {
+    return rankWorkers[index];
+  }
+
+  public LoadCell cell(int index) {
+    return cells[index];
+  }
+
+  /** The index of {@code rank}, or -1 if the view has no such rank. */
+  public int indexOf(Rank rank) {
+    Integer index = rankIndexes.get(rank);
+    return index == null ? -1 : index;
+  }
+
+  public PolicyConfig policy() {
+    return policy;
+  }
+
+  public PickerSlot picker() {
+    return picker;
+  }
+
+  public KvOverlapSource overlapSource() {
+    return overlapSource;
+  }
+
+  public ActivePrefixSource activePrefix() {
+    return activePrefix;
+  }
+
+  /** A rank that has reported load is unavailable once its last report is older than this; 0 disables it. */
+  public long heartbeatTimeoutMillis() {
+    return heartbeatTimeoutMillis;
+  }
+
+  /** The same view with another picker: the parity tests compare two views that differ only there. */
+  public SelectionView withPicker(PickerSlot otherPicker) {
+    Map<Rank, LoadCell> cellMap = new HashMap<>();
+    for (int i = 0; i < ranks.length; i++) {
+      cellMap.put(ranks[i], cells[i]);
+    }
+    return new SelectionView(model, version, workers.values(), cellMap, policy, otherPicker, overlapSource,
+        activePrefix, heartbeatTimeoutMillis);
+  }
+}

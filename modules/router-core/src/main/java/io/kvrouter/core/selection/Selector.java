@@ -1,0 +1,66 @@
+package io.kvrouter.core.selection;
+
+import io.kvrouter.core.policy.Policy;
+import io.kvrouter.core.policy.PolicyConfig;
+
+/**
+ * The one selection function. The admission actor (for a Book) and the inline advisory path (for a Select) both call
+ * {@link #select}: project loads, compute costs outside the picker lock, pick under it, build the answer.
+ */
+public final class Selector {
+  private Selector() {}
+
+  public static SelectionResult select(SelectionView view, SelectionRequest request, Candidates scratch,
+      long nowMillis) {
+    if (view == null || view.isEmpty()) {
+      throw RoutingError.unknownModel(request.model()).toException();
+    }
+    LoadProjection.projectWorkerLoads(view, request, scratch, nowMillis);
+    computeCosts(view, request, scratch);
+    int chosen = view.picker().pick(scratch);
+    return AdvisoryAnswer.build(view, request, scratch, chosen);
+  }
+
+  /**
+   * Fills every candidate's cost for the view's policy. kv: Dynamo's cost
+   * {@code scale·max((prefill_tokens + isl)/bs − credit·device − w_host·host − w_disk·disk, 0) + decode_blocks
+   * + additional_active_blocks}; least_in_flight and power_of_two: in-flight requests; the others ignore cost.
+   */
+  static void computeCosts(SelectionView view, SelectionRequest request, Candidates c) {
+    PolicyConfig policy = view.policy();
+    Policy kind = policy.policy();
+    int n = c.size();
+    if (kind == Policy.LEAST_IN_FLIGHT || kind == Policy.POWER_OF_TWO) {
+      for (int i = 0; i < n; i++) {
+        c.setCost(i, c.inFlight(i));
+      }
+      return;
+    }
+    if (kind != Policy.KV) {
+      return;
+    }
+    long[] hashes = request.blockHashes();
+    if (hashes.length > 0) {
+      view.overlapSource().overlaps(view, hashes, c);
+      view.activePrefix().matched(view, hashes, c);
+    }
+    double blockSize = view.blockSize();
+    int requestBlocks = requestBlocks(request.islTokens(), view.blockSize());
+    double credit = request.overlapCredit() != null ? request.overlapCredit() : policy.overlapCredit();
+    double scale = request.prefillLoadScale() != null ? request.prefillLoadScale() : policy.prefillLoadScale();
+    double hostWeight = policy.hostCacheHitWeight();
+    double diskWeight = policy.diskCacheHitWeight();
+    for (int i = 0; i < n; i++) {
+      double creditBlocks = credit * c.deviceOverlap(i) + hostWeight * c.hostOverlap(i) + diskWeight * c.diskOverlap(i);
+      double prefill = Math.max((c.prefillTokens(i) + request.islTokens()) / blockSize - creditBlocks, 0);
+      int additionalActive = Math.max(requestBlocks - c.activeMatched(i), 0);
+      c.setCost(i, scale * prefill + c.decodeBlocks(i) + additionalActive);
+    }
+    c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
+  }
+
+  /** Blocks a request occupies: ceil(isl / block size). */
+  public static int requestBlocks(int islTokens, int blockSize) {
+    return blockSize <= 0 ? 0 : (islTokens + blockSize - 1) / blockSize;
+  }
+}
