@@ -1,0 +1,78 @@
+package io.kvrouter.cli;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.kvrouter.api.v1.AdminClient;
+import io.kvrouter.api.v1.RouterClient;
+import io.kvrouter.api.v1.WorkersClient;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.grpc.GrpcClientSettings;
+
+/**
+ * One CLI invocation's connection: a quiet local ActorSystem (config {@code kvrouter-cli.conf}, not
+ * {@code application.conf}, so the CLI never picks up or shadows a server's configuration on a shared classpath)
+ * and lazily created plaintext clients with a per-call deadline. Closing terminates the ActorSystem.
+ */
+final class CliSession implements AutoCloseable {
+
+  private static final Duration TERMINATE_WAIT = Duration.ofSeconds(10);
+
+  private final ActorSystem system;
+  private final GrpcClientSettings settings;
+  private RouterClient router;
+  private WorkersClient workers;
+  private AdminClient admin;
+
+  CliSession(Args.Target target, Duration deadline) {
+    Config config = ConfigFactory.load("kvrouter-cli");
+    this.system = ActorSystem.create("kvrouter-cli", config);
+    try {
+      this.settings = GrpcClientSettings.connectToServiceAt(target.host(), target.port(), system)
+          .withTls(false)
+          .withDeadline(deadline);
+    } catch (RuntimeException e) {
+      terminate();
+      throw e;
+    }
+  }
+
+  RouterClient router() {
+    if (router == null) {
+      router = RouterClient.create(settings, system);
+    }
+    return router;
+  }
+
+  WorkersClient workers() {
+    if (workers == null) {
+      workers = WorkersClient.create(settings, system);
+    }
+    return workers;
+  }
+
+  AdminClient admin() {
+    if (admin == null) {
+      admin = AdminClient.create(settings, system);
+    }
+    return admin;
+  }
+
+  @Override
+  public void close() {
+    // Terminating the system closes the clients too (they close on the system's termination).
+    terminate();
+  }
+
+  private void terminate() {
+    try {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(TERMINATE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception ignored) {
+      // best effort: the process is about to exit anyway
+    }
+  }
+}

@@ -1,0 +1,199 @@
+package io.kvrouter.cli;
+
+import com.google.protobuf.MessageOrBuilder;
+import io.kvrouter.api.v1.Overrides;
+import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.Scope;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** Router service: advisory Select and Book. */
+final class RouteCommands {
+
+  private RouteCommands() {}
+
+  enum ScopeArg {
+    region(Scope.SCOPE_REGION),
+    global(Scope.SCOPE_GLOBAL);
+
+    final Scope proto;
+
+    ScopeArg(Scope proto) {
+      this.proto = proto;
+    }
+  }
+
+  /**
+   * The options of a RouteRequest. The prompt is given exactly one way: {@code --tokens}, {@code --token-count}
+   * (with optional {@code --token-seed}), or {@code --block-hashes} with {@code --isl}.
+   */
+  static final class RouteOptions {
+    @Option(names = "--model", required = true, description = "Model name.") String model;
+
+    @Option(names = "--tokens", paramLabel = "IDS", description = "Prompt token ids, comma-separated: 1,2,3.")
+    String tokens;
+    @Option(names = "--token-count", paramLabel = "N",
+        description = "Generate N deterministic pseudo-random token ids from --token-seed (same seed = shared prefix).")
+    Integer tokenCount;
+    @Option(names = "--token-seed", paramLabel = "S", description = "Seed for --token-count (default: 0).")
+    Long tokenSeed;
+    @Option(names = "--vocab-size", paramLabel = "V", description = "Token ids from --token-count fall in [0, V) (default: 32000).")
+    Integer vocabSize;
+    @Option(names = "--block-hashes", paramLabel = "HASHES",
+        description = "Salted sequence hash of each full block, comma-separated (decimal or 0x hex); needs --isl.")
+    String blockHashes;
+    @Option(names = "--isl", paramLabel = "N", description = "Input length in tokens (required with --block-hashes).")
+    Long isl;
+
+    @Option(names = "--expected-output-tokens", paramLabel = "N", description = "Expected output length.")
+    Long expectedOutputTokens;
+    @Option(names = "--lora-name", paramLabel = "NAME", description = "LoRA adapter name (salts the block hashes).")
+    String loraName;
+    @Option(names = "--cache-salt", paramLabel = "SALT", description = "Cache salt (salts the block hashes).")
+    String cacheSalt;
+    @Option(names = "--pinned", paramLabel = "W", description = "Route to this worker only.") String pinned;
+    @Option(names = "--pinned-rank", paramLabel = "R", description = "With --pinned: this dp rank only.") Long pinnedRank;
+    @Option(names = "--allowed", paramLabel = "W1,W2", description = "Only these workers are candidates.") String allowed;
+    @Option(names = "--priority", description = "Request priority.") Integer priority;
+    @Option(names = "--temperature", paramLabel = "T", description = "Override the policy's temperature.") Double temperature;
+    @Option(names = "--overlap-credit", paramLabel = "C", description = "Override the overlap credit.") Double overlapCredit;
+    @Option(names = "--prefill-load-scale", paramLabel = "S", description = "Override the prefill load scale.")
+    Double prefillLoadScale;
+    @Option(names = "--scope", paramLabel = "SCOPE", description = "region | global (default: region).") ScopeArg scope;
+
+    /** Builds the request; throws IllegalArgumentException on inconsistent options. */
+    RouteRequest.Builder toRequest() {
+      if (model == null || model.isBlank()) {
+        throw new IllegalArgumentException("--model must not be empty");
+      }
+      RouteRequest.Builder b = RouteRequest.newBuilder().setModel(model.trim());
+      int ways = (tokens != null ? 1 : 0) + (tokenCount != null ? 1 : 0) + (blockHashes != null ? 1 : 0);
+      if (ways != 1) {
+        throw new IllegalArgumentException(
+            "give the prompt exactly one way: --tokens IDS | --token-count N [--token-seed S] | --block-hashes HASHES --isl N");
+      }
+      if ((tokenSeed != null || vocabSize != null) && tokenCount == null) {
+        throw new IllegalArgumentException("--token-seed and --vocab-size go with --token-count");
+      }
+      if (isl != null && blockHashes == null) {
+        throw new IllegalArgumentException("--isl goes with --block-hashes (token prompts carry their own length)");
+      }
+      if (tokens != null) {
+        for (int t : Args.parseTokens(tokens)) {
+          b.addTokenIds(t);
+        }
+      } else if (tokenCount != null) {
+        if (tokenCount < 1) {
+          throw new IllegalArgumentException("--token-count must be >= 1, got " + tokenCount);
+        }
+        int vocab = vocabSize == null ? TokenGenerator.DEFAULT_VOCAB_SIZE : vocabSize;
+        for (int t : TokenGenerator.generate(tokenSeed == null ? 0L : tokenSeed, tokenCount, vocab)) {
+          b.addTokenIds(t);
+        }
+      } else {
+        if (isl == null) {
+          throw new IllegalArgumentException("--block-hashes needs --isl N (the input length in tokens)");
+        }
+        for (long h : Args.parseBlockHashes(blockHashes)) {
+          b.addBlockHashes(h);
+        }
+        b.setIslTokens(u32(isl, "--isl"));
+      }
+      if (expectedOutputTokens != null) {
+        b.setExpectedOutputTokens(u32(expectedOutputTokens, "--expected-output-tokens"));
+      }
+      if (loraName != null) {
+        b.setLoraName(loraName);
+      }
+      if (cacheSalt != null) {
+        b.setCacheSalt(cacheSalt);
+      }
+      if (pinned != null) {
+        b.setPinnedWorker(pinned.trim());
+      }
+      if (pinnedRank != null) {
+        if (pinned == null) {
+          throw new IllegalArgumentException("--pinned-rank goes with --pinned");
+        }
+        b.setPinnedDpRank(u32(pinnedRank, "--pinned-rank"));
+      }
+      if (allowed != null) {
+        b.addAllAllowedWorkers(Args.parseNames(allowed));
+      }
+      if (priority != null) {
+        b.setPriority(priority);
+      }
+      if (temperature != null || overlapCredit != null || prefillLoadScale != null) {
+        Overrides.Builder o = Overrides.newBuilder();
+        if (temperature != null) {
+          o.setTemperature(finiteNonNegative(temperature, "--temperature"));
+        }
+        if (overlapCredit != null) {
+          o.setOverlapCredit(finiteNonNegative(overlapCredit, "--overlap-credit"));
+        }
+        if (prefillLoadScale != null) {
+          o.setPrefillLoadScale(finiteNonNegative(prefillLoadScale, "--prefill-load-scale"));
+        }
+        b.setOverrides(o);
+      }
+      if (scope != null) {
+        b.setScope(scope.proto);
+      }
+      return b;
+    }
+
+    private static int u32(long v, String option) {
+      if (v < 0 || v > Args.UINT32_MAX) {
+        throw new IllegalArgumentException(option + " must be in 0.." + Args.UINT32_MAX + ", got " + v);
+      }
+      return (int) v;
+    }
+
+    private static double finiteNonNegative(double v, String option) {
+      if (!Double.isFinite(v) || v < 0) {
+        throw new IllegalArgumentException(option + " must be a finite number >= 0, got " + v);
+      }
+      return v;
+    }
+  }
+
+  @Command(name = "select", mixinStandardHelpOptions = true,
+      description = "Advisory pick of a worker; books nothing (Router.Select).")
+  static final class Select extends ClientCommand {
+    @Mixin RouteOptions route;
+
+    RouteRequest request() {
+      return parse(() -> route.toRequest().build());
+    }
+
+    @Override
+    protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
+      RouteRequest req = request();
+      return s -> s.router().select(req);
+    }
+  }
+
+  @Command(name = "book", mixinStandardHelpOptions = true,
+      description = "Pick a worker and book the request onto it until release (Router.Book).")
+  static final class Book extends ClientCommand {
+    @Mixin RouteOptions route;
+
+    @Option(names = "--request-id", required = true, paramLabel = "ID",
+        description = "Request id; booking the same id again while live replays the booking.")
+    String requestId;
+
+    RouteRequest request() {
+      String id = nonBlank(requestId, "--request-id");
+      return parse(() -> route.toRequest().setRequestId(id).build());
+    }
+
+    @Override
+    protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
+      RouteRequest req = request();
+      return s -> s.router().book(req);
+    }
+  }
+}

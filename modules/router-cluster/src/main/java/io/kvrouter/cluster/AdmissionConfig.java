@@ -1,0 +1,21 @@
+package io.kvrouter.cluster;
+
+import com.typesafe.config.Config;
+import io.kvrouter.core.admission.AdmissionSettings;
+import java.time.Duration;
+
+/** The {@code kvrouter.admission} config block. */
+public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, Duration deadlineMargin,
+    Duration expiryInterval) {
+
+  public static final String DISPATCHER = "kvrouter.admission.dispatcher";
+
+  public static AdmissionConfig fromConfig(Config config) {
+    Config c = config.getConfig("kvrouter.admission");
+    return new AdmissionConfig(
+        new AdmissionSettings(c.getDuration("lease"), c.getDuration("heartbeat-timeout")),
+        c.getDuration("ask-timeout"),
+        c.getDuration("deadline-margin"),
+        c.getDuration("expiry-interval"));
+  }
+}

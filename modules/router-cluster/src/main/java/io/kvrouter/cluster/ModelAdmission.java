@@ -1,0 +1,221 @@
+package io.kvrouter.cluster;
+
+import io.kvrouter.core.admission.AdmissionSettings;
+import io.kvrouter.core.admission.AdmissionState;
+import io.kvrouter.core.admission.BookOutcome;
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.admission.Completion;
+import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.admission.MutationResult;
+import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.admission.Registered;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.selection.ActivePrefixSource;
+import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionResult;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+
+/**
+ * The admission actor of one model (a Cluster Sharding entity, id = model name). A thin shell around
+ * {@link AdmissionState}: every command is one call on it, the reply goes out after the state (and with it the load
+ * cells and the published view) has changed.
+ */
+public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Command> {
+
+  public static final EntityTypeKey<Command> ENTITY_KEY = EntityTypeKey.create(Command.class, "ModelAdmission");
+
+  public sealed interface Command extends CborSerializable {}
+
+  public record Register(WorkerConfig config, ActorRef<RegisterReply> replyTo) implements Command {}
+
+  public record Deregister(String workerId, ActorRef<DeregisterReply> replyTo) implements Command {}
+
+  public record ReportLoad(String workerId, List<RankReport> ranks, ActorRef<Ack> replyTo) implements Command {}
+
+  public record SetPolicy(String policy, Map<String, String> parameters, ActorRef<PolicyReply> replyTo)
+      implements Command {}
+
+  /** {@code deadlineMillis} is on the admission clock (0: none); {@code nonce} identifies this call for CancelBook. */
+  public record Book(SelectionRequest request, long nonce, long deadlineMillis, ActorRef<BookReply> replyTo)
+      implements Command {}
+
+  public record CancelBook(String requestId, long nonce) implements Command {}
+
+  public record Release(String requestId, long attempt, ActorRef<MutationResult> replyTo) implements Command {}
+
+  public record MarkPrefillDone(String requestId, long attempt, ActorRef<MutationResult> replyTo)
+      implements Command {}
+
+  public record Renew(String requestId, long attempt, ActorRef<MutationResult> replyTo) implements Command {}
+
+  public record GetState(ActorRef<ModelSnapshot> replyTo) implements Command {}
+
+  /** The reference advisory path through the mailbox; used only by tests and benchmarks. */
+  public record SelectOnActor(SelectionRequest request, ActorRef<SelectReply> replyTo) implements Command {}
+
+  /** Sent by the actor's timer: expires leases and queued Books past their deadline. */
+  public enum ExpireLeases implements Command {
+    INSTANCE
+  }
+
+  public record RegisterReply(Registered registered, RoutingError error) implements CborSerializable {}
+
+  public record DeregisterReply(int droppedBookings, RoutingError error) implements CborSerializable {}
+
+  public record Ack(RoutingError error) implements CborSerializable {}
+
+  public record PolicyReply(String policy, long viewVersion, RoutingError error) implements CborSerializable {}
+
+  public record BookReply(BookingAnswer answer, RoutingError error) implements CborSerializable {}
+
+  public record SelectReply(SelectionResult result, RoutingError error) implements CborSerializable {}
+
+  /** What the node gives each admission actor it hosts. */
+  public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
+      Duration expiryInterval, Supplier<KvOverlapSource> overlapSource) {}
+
+  private final AdmissionState state;
+  private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
+
+  public static Behavior<Command> create(String model, Environment env) {
+    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
+      timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
+      return new ModelAdmission(ctx, model, env);
+    }));
+  }
+
+  private ModelAdmission(ActorContext<Command> context, String model, Environment env) {
+    super(context);
+    this.state = new AdmissionState(model, env.settings(), env.clock(), env.overlapSource().get(),
+        ActivePrefixSource.NONE, env.registry()::publish);
+    context.getLog().debug("admission for model '{}' started", model);
+  }
+
+  @Override
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder()
+        .onMessage(Register.class, this::onRegister)
+        .onMessage(Deregister.class, this::onDeregister)
+        .onMessage(ReportLoad.class, this::onReportLoad)
+        .onMessage(SetPolicy.class, this::onSetPolicy)
+        .onMessage(Book.class, this::onBook)
+        .onMessage(CancelBook.class, this::onCancelBook)
+        .onMessage(Release.class, m -> reply(m.replyTo(), state.release(m.requestId(), m.attempt())))
+        .onMessage(MarkPrefillDone.class, m -> reply(m.replyTo(), state.markPrefillDone(m.requestId(), m.attempt())))
+        .onMessage(Renew.class, m -> reply(m.replyTo(), state.renew(m.requestId(), m.attempt())))
+        .onMessage(GetState.class, m -> reply(m.replyTo(), state.snapshot()))
+        .onMessage(SelectOnActor.class, this::onSelectOnActor)
+        .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
+        .build();
+  }
+
+  private <T> Behavior<Command> reply(ActorRef<T> replyTo, T value) {
+    replyTo.tell(value);
+    answerCompletions();
+    return this;
+  }
+
+  private Behavior<Command> onRegister(Register m) {
+    try {
+      return reply(m.replyTo(), new RegisterReply(state.register(m.config()), null));
+    } catch (RoutingException e) {
+      return reply(m.replyTo(), new RegisterReply(null, e.error()));
+    }
+  }
+
+  private Behavior<Command> onDeregister(Deregister m) {
+    try {
+      return reply(m.replyTo(), new DeregisterReply(state.deregister(m.workerId()), null));
+    } catch (RoutingException e) {
+      return reply(m.replyTo(), new DeregisterReply(0, e.error()));
+    }
+  }
+
+  private Behavior<Command> onReportLoad(ReportLoad m) {
+    try {
+      state.reportLoad(m.workerId(), m.ranks());
+      return reply(m.replyTo(), new Ack(null));
+    } catch (RoutingException e) {
+      return reply(m.replyTo(), new Ack(e.error()));
+    }
+  }
+
+  private Behavior<Command> onSetPolicy(SetPolicy m) {
+    try {
+      long version = state.setPolicy(m.policy(), m.parameters());
+      return reply(m.replyTo(), new PolicyReply(state.view().policy().policy().wireName(), version, null));
+    } catch (RoutingException e) {
+      return reply(m.replyTo(), new PolicyReply(null, 0, e.error()));
+    }
+  }
+
+  private Behavior<Command> onBook(Book m) {
+    BookOutcome outcome = state.book(m.request(), m.nonce(), m.deadlineMillis());
+    if (outcome instanceof BookOutcome.Queued) {
+      queued.put(m.nonce(), m.replyTo());
+      answerCompletions();
+      return this;
+    }
+    return reply(m.replyTo(), toReply(outcome));
+  }
+
+  private Behavior<Command> onCancelBook(CancelBook m) {
+    if (state.cancelBook(m.requestId(), m.nonce())) {
+      queued.remove(m.nonce());
+    }
+    answerCompletions();
+    return this;
+  }
+
+  private Behavior<Command> onSelectOnActor(SelectOnActor m) {
+    try {
+      return reply(m.replyTo(), new SelectReply(state.selectWithoutAdmission(m.request()), null));
+    } catch (RoutingException e) {
+      return reply(m.replyTo(), new SelectReply(null, e.error()));
+    }
+  }
+
+  private Behavior<Command> onExpire() {
+    int expired = state.expire();
+    if (expired > 0) {
+      getContext().getLog().info("model '{}': {} booking(s) expired on their lease", state.model(), expired);
+    }
+    answerCompletions();
+    return this;
+  }
+
+  /** Answers queued Books that the last command decided. */
+  private void answerCompletions() {
+    for (Completion completion : state.drainCompletions()) {
+      ActorRef<BookReply> replyTo = queued.remove(completion.nonce());
+      if (replyTo != null) {
+        replyTo.tell(toReply(completion.outcome()));
+      }
+    }
+  }
+
+  private static BookReply toReply(BookOutcome outcome) {
+    if (outcome instanceof BookOutcome.Booked booked) {
+      return new BookReply(booked.answer(), null);
+    }
+    if (outcome instanceof BookOutcome.Rejected rejected) {
+      return new BookReply(null, rejected.error());
+    }
+    throw new IllegalStateException("a queued Book has no reply yet");
+  }
+}

@@ -1,0 +1,90 @@
+package io.kvrouter.cluster;
+
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.selection.KvOverlapSource;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+
+/**
+ * A node's routing layer: the admission entity type on Cluster Sharding (passivation off, its own dispatcher), the
+ * node-local view registry and one {@link SchedulerQueue} per model.
+ */
+public final class RouterCluster {
+  private final ClusterSharding sharding;
+  private final ViewRegistry registry;
+  private final Clock clock;
+  private final AdmissionConfig config;
+  private final ConcurrentHashMap<String, SchedulerQueue> queues = new ConcurrentHashMap<>();
+
+  private RouterCluster(ClusterSharding sharding, ViewRegistry registry, Clock clock, AdmissionConfig config) {
+    this.sharding = sharding;
+    this.registry = registry;
+    this.clock = clock;
+    this.config = config;
+  }
+
+  public static RouterCluster init(ActorSystem<?> system, Clock clock) {
+    AdmissionConfig config = AdmissionConfig.fromConfig(system.settings().config());
+    ViewRegistry registry = ViewRegistry.get(system);
+    ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
+        config.expiryInterval(), () -> KvOverlapSource.NONE);
+    ClusterSharding sharding = ClusterSharding.get(system);
+    // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle.
+    ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
+    sharding.init(Entity.of(ModelAdmission.ENTITY_KEY, ctx -> ModelAdmission.create(ctx.getEntityId(), env))
+        .withSettings(settings)
+        .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
+    RouterCluster node = new RouterCluster(sharding, registry, clock, config);
+    Holder.ID.apply(system).node = node;
+    return node;
+  }
+
+  /** The routing layer that {@link #init} started on this system (management routes find it here). */
+  public static RouterCluster get(ActorSystem<?> system) {
+    RouterCluster node = Holder.ID.apply(system).node;
+    if (node == null) {
+      throw new IllegalStateException("RouterCluster.init has not run on " + system.name());
+    }
+    return node;
+  }
+
+  private static final class Holder implements Extension {
+    static final ExtensionId<Holder> ID = new ExtensionId<>() {
+      @Override
+      public Holder createExtension(ActorSystem<?> system) {
+        return new Holder();
+      }
+    };
+
+    volatile RouterCluster node;
+  }
+
+  public SchedulerQueue queue(String model) {
+    return queues.computeIfAbsent(model, m -> new SchedulerQueue(m,
+        sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), registry.slot(m), clock, config));
+  }
+
+  /** Models with at least one registered worker, as this node sees them. */
+  public List<String> models() {
+    return registry.models();
+  }
+
+  public ViewRegistry registry() {
+    return registry;
+  }
+
+  public Clock clock() {
+    return clock;
+  }
+
+  public AdmissionConfig config() {
+    return config;
+  }
+}

@@ -1,0 +1,220 @@
+package io.kvrouter.cluster;
+
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.admission.MutationResult;
+import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.admission.Registered;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionResult;
+import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.core.selection.Selector;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
+
+/**
+ * The per-model facade. {@link #selectWithoutAdmission} runs inline on the caller's thread from the node's view and
+ * never enters the mailbox; everything that changes state goes to the model's admission actor, with ask timeouts
+ * taken from the caller's remaining deadline.
+ */
+public final class SchedulerQueue {
+  /** Continuations are one cheap mapping each: run them on the thread that completes the ask. */
+  private static final Executor SAME_THREAD = Runnable::run;
+
+  private final String model;
+  private final EntityRef<ModelAdmission.Command> entity;
+  private final AtomicReference<SelectionView> view;
+  private final Clock clock;
+  private final AdmissionConfig config;
+
+  SchedulerQueue(String model, EntityRef<ModelAdmission.Command> entity, AtomicReference<SelectionView> view,
+      Clock clock, AdmissionConfig config) {
+    this.model = model;
+    this.entity = entity;
+    this.view = view;
+    this.clock = clock;
+    this.config = config;
+  }
+
+  public String model() {
+    return model;
+  }
+
+  /** The node's current view of the model, or null if it has none. */
+  public SelectionView view() {
+    return view.get();
+  }
+
+  /** A model is known while it has at least one registered worker. */
+  public boolean isKnown() {
+    SelectionView current = view.get();
+    return current != null && !current.isEmpty();
+  }
+
+  /** The advisory pick: read the view, project loads into this thread's scratch, pick under the picker lock. */
+  public SelectionResult selectWithoutAdmission(SelectionRequest request) {
+    return Selector.select(view.get(), request, Candidates.forCurrentThread(), clock.millis());
+  }
+
+  /** The same pick made by the actor, through its mailbox. Reference path for tests and benchmarks only. */
+  public CompletionStage<SelectionResult> selectWithoutAdmissionOnActor(SelectionRequest request) {
+    return this.<ModelAdmission.SelectReply, SelectionResult>ask(replyTo -> new ModelAdmission.SelectOnActor(request, replyTo), null,
+        reply -> unwrap(reply.error(), reply.result()));
+  }
+
+  /**
+   * Books {@code request} through the admission actor. The ask ends {@code deadline-margin} before the caller's
+   * deadline (or after the configured ask timeout without one); if it times out, or the returned future is cancelled,
+   * a CancelBook with this call's nonce undoes whatever the Book made.
+   *
+   * @param remaining the caller's remaining deadline, or null when it sent none
+   */
+  public CompletableFuture<BookingAnswer> book(SelectionRequest request, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
+    }
+    long nonce = ThreadLocalRandom.current().nextLong();
+    Duration timeout = askTimeout(remaining);
+    long deadlineMillis = clock.millis() + timeout.toMillis();
+    CompletableFuture<BookingAnswer> result = new CompletableFuture<>();
+    entity.<ModelAdmission.BookReply>ask(
+            replyTo -> new ModelAdmission.Book(request, nonce, deadlineMillis, replyTo), timeout)
+        .whenCompleteAsync((reply, failure) -> {
+          if (failure != null) {
+            entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+            result.completeExceptionally(mapFailure(failure, remaining));
+          } else if (reply.error() != null) {
+            result.completeExceptionally(reply.error().toException());
+          } else if (!result.complete(reply.answer())) {
+            // the caller cancelled while the ask was in flight: undo the booking made for it
+            entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+          }
+        }, SAME_THREAD);
+    result.whenComplete((answer, failure) -> {
+      if (result.isCancelled()) {
+        entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+      }
+    });
+    return result;
+  }
+
+  public CompletionStage<MutationResult> release(String requestId, long attempt, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
+    }
+    return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.Release(requestId, attempt, replyTo), remaining, Function.identity());
+  }
+
+  public CompletionStage<MutationResult> markPrefillDone(String requestId, long attempt, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
+    }
+    return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.MarkPrefillDone(requestId, attempt, replyTo), remaining,
+        Function.identity());
+  }
+
+  public CompletionStage<MutationResult> renew(String requestId, long attempt, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
+    }
+    return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.Renew(requestId, attempt, replyTo), remaining, Function.identity());
+  }
+
+  public CompletionStage<Registered> register(WorkerConfig worker, Duration remaining) {
+    return this.<ModelAdmission.RegisterReply, Registered>ask(replyTo -> new ModelAdmission.Register(worker, replyTo), remaining,
+        reply -> unwrap(reply.error(), reply.registered()));
+  }
+
+  /** Returns how many live bookings were dropped with the worker. */
+  public CompletionStage<Integer> deregister(String workerId, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.failedFuture(WorkerConfig.unknownWorker(model, workerId));
+    }
+    return this.<ModelAdmission.DeregisterReply, Integer>ask(replyTo -> new ModelAdmission.Deregister(workerId, replyTo), remaining,
+        reply -> unwrap(reply.error(), reply.droppedBookings()));
+  }
+
+  public CompletionStage<Void> reportLoad(String workerId, List<RankReport> ranks, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
+    }
+    return this.<ModelAdmission.Ack, Void>ask(replyTo -> new ModelAdmission.ReportLoad(workerId, ranks, replyTo), remaining,
+        reply -> unwrap(reply.error(), null));
+  }
+
+  public CompletionStage<ModelAdmission.PolicyReply> setPolicy(String policy, Map<String, String> parameters,
+      Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
+    }
+    return this.<ModelAdmission.PolicyReply, ModelAdmission.PolicyReply>ask(replyTo -> new ModelAdmission.SetPolicy(policy, parameters, replyTo), remaining,
+        reply -> unwrap(reply.error(), reply));
+  }
+
+  /** The model's admission state, read through the actor. */
+  public CompletionStage<ModelSnapshot> state(Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
+    }
+    return this.<ModelSnapshot, ModelSnapshot>ask(ModelAdmission.GetState::new, remaining, Function.identity());
+  }
+
+  private <R, T> CompletionStage<T> ask(org.apache.pekko.japi.function.Function<ActorRef<R>, ModelAdmission.Command>
+      message, Duration remaining, Function<R, T> onReply) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    entity.ask(message, askTimeout(remaining)).whenCompleteAsync((reply, failure) -> {
+      if (failure != null) {
+        result.completeExceptionally(mapFailure(failure, remaining));
+        return;
+      }
+      try {
+        result.complete(onReply.apply(reply));
+      } catch (RuntimeException e) {
+        result.completeExceptionally(e);
+      }
+    }, SAME_THREAD);
+    return result;
+  }
+
+  private Duration askTimeout(Duration remaining) {
+    if (remaining == null) {
+      return config.askTimeout();
+    }
+    Duration budget = remaining.minus(config.deadlineMargin());
+    return budget.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : budget;
+  }
+
+  private static <T> T unwrap(RoutingError error, T value) {
+    if (error != null) {
+      throw error.toException();
+    }
+    return value;
+  }
+
+  private Throwable mapFailure(Throwable failure, Duration remaining) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof TimeoutException) {
+      RoutingError.Code code = remaining != null ? RoutingError.Code.DEADLINE_EXCEEDED : RoutingError.Code.UNAVAILABLE;
+      return new RoutingException(new RoutingError(code, RoutingError.ADMISSION_TIMEOUT,
+          "admission for model '" + model + "' did not answer in time"));
+    }
+    return cause;
+  }
+}

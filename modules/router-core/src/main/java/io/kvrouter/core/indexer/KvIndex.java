@@ -1,0 +1,325 @@
+package io.kvrouter.core.indexer;
+
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.selection.SelectionView;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The event-fed KV index of one model: a radix tree navigated by tokens hashes (the router's sequence hashes) in
+ * which each node lists the ranks that hold the block and on which tiers. The engine's block hash is only an id,
+ * resolved through a per-rank map, so engines that salt their own hashes still match the router's.
+ *
+ * <h2>Rules</h2>
+ * <ul>
+ *   <li>Stored attaches its chain under the parent block of the same rank (or the root); a Stored whose parent the
+ *       rank does not hold is dropped and counted ({@link #droppedStoreCount()}), as Dynamo does: without the parent
+ *       the chain's position in the tree is unknown.</li>
+ *   <li>Removed clears one tier; when a rank no longer holds a block on any tier, the rank's blocks below it go too
+ *       (the rank could never match them again, since a match walks from the root). Hence a rank's blocks always form
+ *       a prefix-closed set, which keeps removal local.</li>
+ *   <li>Event ids are one sequence per (worker, dp_rank): an old or duplicate id is ignored; a gap means events were
+ *       lost, so the rank's view can no longer be trusted and is cleared before the event applies
+ *       ({@link #gapCount()}).</li>
+ * </ul>
+ *
+ * <h2>Reads</h2>
+ * Lookups take no lock: the request's hashes are walked once into a thread-local path buffer, then each candidate's
+ * tiered overlap is read off the path by binary search in each node's copy-on-write rank array. Writes (one writer
+ * per model) are serialized by this object's monitor. See {@link Node} for why a lock-free reader always sees a
+ * consistent state.
+ */
+public final class KvIndex implements KvOverlapSource {
+  private static final int DEVICE = StorageTier.DEVICE.bit();
+  private static final int UP_TO_HOST = StorageTier.HOST.atLeastAsFast();
+
+  private final RadixTree tree = new RadixTree(true);
+  private final ArrayDeque<Node> stack = new ArrayDeque<>();
+  private final ArrayList<Node> order = new ArrayList<>();
+  private volatile long gapCount;
+  private volatile long droppedStoreCount;
+
+  // ---------------------------------------------------------------- writes
+
+  /**
+   * Applies one event of {@code rank} with its per-rank {@code eventId}; returns {@code false} when the id was
+   * already seen (duplicate or older) and the event was ignored.
+   */
+  public synchronized boolean apply(Rank rank, long eventId, KvEvent event) {
+    RankState state = tree.stateForWrite(rank);
+    if (state.seenEvent) {
+      if (eventId <= state.lastEventId) {
+        return false;
+      }
+      if (eventId != state.lastEventId + 1) {
+        clear(state);
+        gapCount++;
+      }
+    }
+    state.seenEvent = true;
+    state.lastEventId = eventId;
+    applyTo(state, event);
+    return true;
+  }
+
+  /** Applies an event without id tracking. */
+  public synchronized void apply(Rank rank, KvEvent event) {
+    applyTo(tree.stateForWrite(rank), event);
+  }
+
+  /**
+   * Stores a chain of blocks for {@code rank} on {@code tier}; returns {@code false} if the parent is unknown for the
+   * rank and the event was dropped.
+   */
+  public synchronized boolean applyStored(Rank rank, StorageTier tier, Long parentBlockHash, long[] blockHashes,
+      long[] tokensHashes) {
+    return stored(tree.stateForWrite(rank), new KvEvent.Stored(tier, parentBlockHash, blockHashes, tokensHashes));
+  }
+
+  public synchronized void applyRemoved(Rank rank, StorageTier tier, long[] blockHashes) {
+    RankState state = tree.state(rank);
+    if (state != null) {
+      removed(state, tier, blockHashes);
+    }
+  }
+
+  public synchronized void applyCleared(Rank rank) {
+    RankState state = tree.state(rank);
+    if (state != null) {
+      clear(state);
+    }
+  }
+
+  /** Drops every rank of {@code workerId}, blocks and event-id history alike. */
+  public synchronized void removeWorker(String workerId) {
+    for (RankState state : tree.statesOfWorker(workerId)) {
+      tree.forget(state);
+      clear(state);
+    }
+  }
+
+  private void applyTo(RankState state, KvEvent event) {
+    if (event instanceof KvEvent.Stored s) {
+      stored(state, s);
+    } else if (event instanceof KvEvent.Removed r) {
+      removed(state, r.tier(), r.blockHashes());
+    } else if (event instanceof KvEvent.Cleared) {
+      clear(state);
+    } else {
+      throw new IllegalArgumentException("unknown event " + event);
+    }
+  }
+
+  private boolean stored(RankState state, KvEvent.Stored event) {
+    Node at = tree.root;
+    if (event.parentBlockHash() != null) {
+      at = state.lookup.get(event.parentBlockHash().longValue());
+      if (at == null) {
+        droppedStoreCount++;
+        return false;
+      }
+    }
+    int bit = event.tier().bit();
+    long[] blockHashes = event.blockHashes();
+    long[] tokensHashes = event.tokensHashes();
+    for (int i = 0; i < blockHashes.length; i++) {
+      long blockHash = blockHashes[i];
+      Node previous = state.lookup.get(blockHash);
+      Node child = at.child(tokensHashes[i]);
+      if (previous != null && previous != child) {
+        // The engine reused a block id for other content: its old placement is gone. That may take the chain's
+        // own parent with it (a misbehaving engine); then the rest of the chain has nowhere to go.
+        removeCascade(state, previous);
+        if (at != tree.root && at.indexOf(state.id) < 0) {
+          droppedStoreCount++;
+          return false;
+        }
+      }
+      child = tree.childOrCreate(at, tokensHashes[i]);
+      int index = child.indexOf(state.id);
+      if (index < 0) {
+        tree.insertEntry(child, state, bit, blockHash);
+      } else {
+        child.setPayloadAt(index, child.payloadAt(index) | bit);
+        long oldId = child.blockIdAt(index);
+        if (oldId != blockHash) {
+          state.lookup.remove(oldId, child);
+          child.setBlockIdAt(index, blockHash);
+        }
+      }
+      state.lookup.put(blockHash, child);
+      at = child;
+    }
+    return true;
+  }
+
+  private void removed(RankState state, StorageTier tier, long[] blockHashes) {
+    int bit = tier.bit();
+    for (long blockHash : blockHashes) {
+      Node node = state.lookup.get(blockHash);
+      if (node == null) {
+        continue;
+      }
+      int index = node.indexOf(state.id);
+      long mask = node.payloadAt(index) & ~bit;
+      if (mask != 0) {
+        node.setPayloadAt(index, mask);
+      } else {
+        removeCascade(state, node);
+      }
+    }
+  }
+
+  /**
+   * Removes {@code state}'s entries at {@code top} and every descendant that holds the rank. Only nodes holding the
+   * rank are visited: the rank's blocks are prefix-closed, so none hides below a node without it. Children are
+   * removed before their parents so pruning can climb.
+   */
+  private void removeCascade(RankState state, Node top) {
+    order.clear();
+    stack.push(top);
+    while (!stack.isEmpty()) {
+      Node n = stack.pop();
+      order.add(n);
+      n.forEachChild(c -> {
+        if (c.indexOf(state.id) >= 0) {
+          stack.push(c);
+        }
+      });
+    }
+    for (int i = order.size() - 1; i >= 0; i--) {
+      Node n = order.get(i);
+      int index = n.indexOf(state.id);
+      state.lookup.remove(n.blockIdAt(index), n);
+      tree.removeEntryAt(n, index);
+    }
+    order.clear();
+  }
+
+  private void clear(RankState state) {
+    List<Node> nodes = new ArrayList<>(state.lookup.values());
+    state.lookup.clear();
+    for (Node n : nodes) {
+      n.removeEntryAt(n.indexOf(state.id));
+    }
+    tree.adjustEntries(-nodes.size());
+    for (Node n : nodes) {
+      tree.pruneUp(n);
+    }
+  }
+
+  // ---------------------------------------------------------------- reads (lock-free)
+
+  @Override
+  public void overlaps(SelectionView view, long[] sequenceHashes, Candidates candidates) {
+    RadixTree.Scratch scratch = RadixTree.scratch();
+    Node[] path = scratch.first(sequenceHashes.length);
+    int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
+    try {
+      for (int i = 0; i < candidates.size(); i++) {
+        RankState state = tree.state(view.rank(candidates.rankIndex(i)));
+        if (state == null || matched == 0) {
+          candidates.setOverlap(i, 0, 0, 0);
+        } else {
+          fill(candidates, i, path, matched, state.id);
+        }
+      }
+    } finally {
+      RadixTree.release(path, matched);
+    }
+  }
+
+  /**
+   * Reads one rank's tiered overlap off a walked path, packed as {@code device | host << 21 | disk << 42} so the
+   * selection path allocates nothing. The device run is the leading blocks held on the device; the host run
+   * continues from there over blocks held on host or device; the disk run continues over blocks held on any tier.
+   * Each run stops at the first block the rank lacks at that speed. (2^21 blocks exceed any request limit.)
+   */
+  static long packed(Node[] path, int matched, int id) {
+    int k = 0;
+    while (k < matched && (mask(path[k], id) & DEVICE) != 0) {
+      k++;
+    }
+    int device = k;
+    while (k < matched && (mask(path[k], id) & UP_TO_HOST) != 0) {
+      k++;
+    }
+    int host = k - device;
+    while (k < matched && mask(path[k], id) != 0) {
+      k++;
+    }
+    return device | ((long) host << 21) | ((long) (k - device - host) << 42);
+  }
+
+  static void fill(Candidates candidates, int i, Node[] path, int matched, int id) {
+    long p = packed(path, matched, id);
+    candidates.setOverlap(i, (int) (p & 0x1FFFFF), (int) ((p >>> 21) & 0x1FFFFF), (int) (p >>> 42));
+  }
+
+  private static long mask(Node node, int id) {
+    long payload = Node.payload(node.entries(), id);
+    return payload < 0 ? 0 : payload;
+  }
+
+  /** One rank's tiered overlap with a request (allocates; for diagnostics and tests, not the selection path). */
+  public TieredOverlap overlap(Rank rank, long[] sequenceHashes) {
+    RankState state = tree.state(rank);
+    if (state == null) {
+      return TieredOverlap.NONE;
+    }
+    Node[] path = new Node[sequenceHashes.length];
+    int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
+    return tiered(path, matched, state.id);
+  }
+
+  /** Every rank with a non-empty overlap (allocates; for diagnostics and tests). */
+  public Map<Rank, TieredOverlap> overlaps(long[] sequenceHashes) {
+    Node[] path = new Node[sequenceHashes.length];
+    int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
+    Map<Rank, TieredOverlap> out = new TreeMap<>();
+    for (RankState state : tree.ranks.values()) {
+      TieredOverlap overlap = tiered(path, matched, state.id);
+      if (overlap.total() > 0) {
+        out.put(state.rank, overlap);
+      }
+    }
+    return out;
+  }
+
+  private static TieredOverlap tiered(Node[] path, int matched, int id) {
+    long p = packed(path, matched, id);
+    return new TieredOverlap((int) (p & 0x1FFFFF), (int) ((p >>> 21) & 0x1FFFFF), (int) (p >>> 42));
+  }
+
+  // ---------------------------------------------------------------- stats
+
+  /** Event-id gaps seen (each cleared its rank). */
+  public long gapCount() {
+    return gapCount;
+  }
+
+  /** Stored events dropped because their parent block was unknown for the rank. */
+  public long droppedStoreCount() {
+    return droppedStoreCount;
+  }
+
+  /** Tree nodes (distinct cached blocks, by tokens hash path). */
+  public int blockCount() {
+    return tree.nodeCount();
+  }
+
+  /** (block, rank) entries. */
+  public long entryCount() {
+    return tree.entryCount();
+  }
+
+  /** Ranks the index has seen events for. */
+  public int rankCount() {
+    return tree.ranks.size();
+  }
+}

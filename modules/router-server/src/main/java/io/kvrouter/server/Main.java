@@ -1,0 +1,91 @@
+package io.kvrouter.server;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.selection.RequestLimits;
+import io.kvrouter.server.grpc.GrpcServer;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.Uri;
+import org.apache.pekko.management.javadsl.PekkoManagement;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Starts a router node: cluster membership, the admission layer, gRPC and management. */
+public final class Main {
+  static final String COMMON_POOL_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism";
+  private static final Logger log = LoggerFactory.getLogger(Main.class);
+  private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(30);
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    // First thing: on 2 cores the common pool has parallelism 1 and every async stage without an executor would
+    // start a thread (DESIGN.md §5). It must be set before anything touches the pool.
+    if (System.getProperty(COMMON_POOL_PARALLELISM) == null) {
+      System.setProperty(COMMON_POOL_PARALLELISM, "4");
+    }
+    RouterNode node = init(ConfigFactory.empty());
+    System.out.println("kvrouter is up: gRPC " + node.grpcHost() + ":" + node.grpcPort()
+        + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)");
+  }
+
+  /** Starts a node from application.conf with {@code overrides} on top; tests pass ephemeral ports here. */
+  public static RouterNode init(Config overrides) {
+    return init(overrides, Clock.SYSTEM);
+  }
+
+  public static RouterNode init(Config overrides, Clock clock) {
+    warnIfCommonPoolTooSmall();
+    Config config = ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application")));
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "kvrouter", config);
+    try {
+      Cluster cluster = Cluster.get(system);
+      if (config.getBoolean("kvrouter.cluster.join-self")) {
+        cluster.manager().tell(Join.create(cluster.selfMember().address()));
+      }
+      RouterCluster routing = RouterCluster.init(system, clock);
+      RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"));
+      Config grpc = config.getConfig("kvrouter.grpc");
+      ServerBinding binding = await(GrpcServer.bind(system, grpc.getString("host"), grpc.getInt("port"),
+          GrpcServer.handler(system, routing, limits, grpc.getBytes("max-message-bytes"),
+              () -> cluster.selfMember().status() == MemberStatus.up())));
+      binding.addToCoordinatedShutdown(Duration.ofSeconds(3), system);
+      InetSocketAddress grpcAddress = binding.localAddress();
+      Uri management = await(PekkoManagement.get(system).start());
+      log.info("kvrouter gRPC on {}:{}, management on {}", grpcAddress.getHostString(), grpcAddress.getPort(),
+          management);
+      return new RouterNode(system, routing, grpcAddress.getHostString(), grpcAddress.getPort(),
+          management.host().address(), management.port());
+    } catch (RuntimeException e) {
+      system.terminate();
+      throw e;
+    }
+  }
+
+  static void warnIfCommonPoolTooSmall() {
+    int parallelism = ForkJoinPool.getCommonPoolParallelism();
+    if (parallelism < 2) {
+      log.warn("ForkJoinPool.commonPool() has parallelism {}: every async stage without an executor will start a "
+          + "thread. Run with -D{}=4 (the launcher and the build set it)", parallelism, COMMON_POOL_PARALLELISM);
+    }
+  }
+
+  private static <T> T await(java.util.concurrent.CompletionStage<T> stage) {
+    try {
+      return stage.toCompletableFuture().get(STARTUP_TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("router startup failed", e);
+    }
+  }
+}

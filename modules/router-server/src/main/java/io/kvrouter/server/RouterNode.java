@@ -1,0 +1,64 @@
+package io.kvrouter.server;
+
+import io.kvrouter.cluster.RouterCluster;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+
+/** A running router node: its actor system, routing layer and bound ports. Closing it leaves the cluster. */
+public final class RouterNode implements AutoCloseable {
+  private final ActorSystem<Void> system;
+  private final RouterCluster cluster;
+  private final String grpcHost;
+  private final int grpcPort;
+  private final String managementHost;
+  private final int managementPort;
+
+  RouterNode(ActorSystem<Void> system, RouterCluster cluster, String grpcHost, int grpcPort, String managementHost,
+      int managementPort) {
+    this.system = system;
+    this.cluster = cluster;
+    this.grpcHost = grpcHost;
+    this.grpcPort = grpcPort;
+    this.managementHost = managementHost;
+    this.managementPort = managementPort;
+  }
+
+  public ActorSystem<Void> system() {
+    return system;
+  }
+
+  public RouterCluster cluster() {
+    return cluster;
+  }
+
+  public String grpcHost() {
+    return grpcHost;
+  }
+
+  public int grpcPort() {
+    return grpcPort;
+  }
+
+  public String managementHost() {
+    return managementHost;
+  }
+
+  public int managementPort() {
+    return managementPort;
+  }
+
+  public String managementUrl() {
+    return "http://" + managementHost + ":" + managementPort;
+  }
+
+  @Override
+  public void close() {
+    system.terminate();
+    try {
+      system.getWhenTerminated().toCompletableFuture().get(Duration.ofSeconds(30).toSeconds(), TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("router node did not stop", e);
+    }
+  }
+}

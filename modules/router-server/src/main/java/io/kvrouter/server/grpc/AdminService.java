@@ -1,0 +1,50 @@
+package io.kvrouter.server.grpc;
+
+import io.kvrouter.api.v1.AdminPowerApi;
+import io.kvrouter.api.v1.ListModelsRequest;
+import io.kvrouter.api.v1.ModelList;
+import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.api.v1.ModelStateRequest;
+import io.kvrouter.api.v1.PolicySet;
+import io.kvrouter.api.v1.SetPolicyRequest;
+import io.kvrouter.cluster.RouterCluster;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import org.apache.pekko.grpc.javadsl.Metadata;
+
+/** kvrouter.v1.Admin: policy changes and each model's admission state, read through its actor. */
+public final class AdminService implements AdminPowerApi {
+  private static final Executor SAME_THREAD = Runnable::run;
+
+  private final RouterCluster cluster;
+
+  public AdminService(RouterCluster cluster) {
+    this.cluster = cluster;
+  }
+
+  @Override
+  public CompletionStage<PolicySet> setPolicy(SetPolicyRequest in, Metadata metadata) {
+    return Calls.guard(() -> {
+      ProtoMapping.requireModel(in.getModel());
+      return cluster.queue(in.getModel()).setPolicy(in.getPolicy(), in.getParametersMap(),
+              Deadlines.remaining(metadata))
+          .thenApplyAsync(r -> PolicySet.newBuilder().setPolicy(r.policy()).setViewVersion(r.viewVersion()).build(),
+              SAME_THREAD);
+    });
+  }
+
+  @Override
+  public CompletionStage<ModelState> getModelState(ModelStateRequest in, Metadata metadata) {
+    return Calls.guard(() -> {
+      ProtoMapping.requireModel(in.getModel());
+      return cluster.queue(in.getModel()).state(Deadlines.remaining(metadata))
+          .thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
+    });
+  }
+
+  @Override
+  public CompletionStage<ModelList> listModels(ListModelsRequest in, Metadata metadata) {
+    return CompletableFuture.completedFuture(ModelList.newBuilder().addAllModels(cluster.models()).build());
+  }
+}

@@ -1,0 +1,46 @@
+package io.kvrouter.server.grpc;
+
+import io.kvrouter.core.selection.RoutingError;
+import java.time.Duration;
+import java.util.Optional;
+import org.apache.pekko.grpc.javadsl.Metadata;
+
+/** Reads the caller's deadline from {@code grpc-timeout} (pekko-grpc does not enforce it, so we do). */
+public final class Deadlines {
+  private Deadlines() {}
+
+  /** The remaining time the caller gave this call, or null when it sent no deadline. */
+  public static Duration remaining(Metadata metadata) {
+    Optional<String> header = metadata.getText("grpc-timeout");
+    return header.map(Deadlines::parse).orElse(null);
+  }
+
+  /** Parses the gRPC wire form: up to 8 digits and a unit H, M, S, m, u or n. */
+  static Duration parse(String value) {
+    if (value.length() < 2 || value.length() > 9) {
+      throw malformed(value);
+    }
+    long amount;
+    try {
+      amount = Long.parseLong(value.substring(0, value.length() - 1));
+    } catch (NumberFormatException e) {
+      throw malformed(value);
+    }
+    if (amount < 0) {
+      throw malformed(value);
+    }
+    return switch (value.charAt(value.length() - 1)) {
+      case 'H' -> Duration.ofHours(amount);
+      case 'M' -> Duration.ofMinutes(amount);
+      case 'S' -> Duration.ofSeconds(amount);
+      case 'm' -> Duration.ofMillis(amount);
+      case 'u' -> Duration.ofNanos(amount * 1_000);
+      case 'n' -> Duration.ofNanos(amount);
+      default -> throw malformed(value);
+    };
+  }
+
+  private static RuntimeException malformed(String value) {
+    return RoutingError.invalid(RoutingError.MALFORMED, "malformed grpc-timeout '" + value + "'").toException();
+  }
+}

@@ -1,0 +1,198 @@
+package io.kvrouter.server.grpc;
+
+import io.kvrouter.api.v1.BookingState;
+import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.api.v1.RankState;
+import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.Selection;
+import io.kvrouter.api.v1.WorkerEndpoint;
+import io.kvrouter.api.v1.WorkerRegistration;
+import io.kvrouter.api.v1.WorkerState;
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.load.ReportedLoad;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.selection.RequestLimits;
+import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionResult;
+import java.util.Set;
+
+/** Proto ↔ domain mapping, with the request-shape validation that belongs at the edge. */
+public final class ProtoMapping {
+  private final RequestLimits limits;
+
+  public ProtoMapping(RequestLimits limits) {
+    this.limits = limits;
+  }
+
+  /**
+   * A validated domain request. The prompt length is the token count when token ids are sent, else isl_tokens (then
+   * required); sending both token ids and block hashes is malformed.
+   */
+  public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook) {
+    int tokenCount = in.getTokenIdsCount();
+    if (tokenCount > 0 && in.getBlockHashesCount() > 0) {
+      throw RoutingError.invalid(RoutingError.MALFORMED, "send token_ids or block_hashes, not both").toException();
+    }
+    if (tokenCount > 0 && in.getIslTokens() != 0 && in.getIslTokens() != tokenCount) {
+      throw RoutingError.invalid(RoutingError.MALFORMED, "isl_tokens " + Integer.toUnsignedString(in.getIslTokens())
+          + " disagrees with the " + tokenCount + " token_ids sent").toException();
+    }
+    int isl = tokenCount > 0 ? tokenCount : in.getIslTokens();
+    if (isl < 0) { // a uint32 above 2^31
+      isl = Integer.MAX_VALUE;
+    }
+    long[] hashes = in.getBlockHashesCount() == 0 ? null : toArray(in.getBlockHashesList());
+    SelectionRequest request = new SelectionRequest(
+        in.getModel(),
+        in.getRequestId(),
+        hashes,
+        isl,
+        in.getExpectedOutputTokens() < 0 ? Integer.MAX_VALUE : in.getExpectedOutputTokens(),
+        in.getPinnedWorker(),
+        in.hasPinnedDpRank() ? in.getPinnedDpRank() : null,
+        in.getAllowedWorkersCount() == 0 ? Set.of() : Set.copyOf(in.getAllowedWorkersList()),
+        in.getPriority(),
+        in.getOverrides().hasTemperature() ? in.getOverrides().getTemperature() : null,
+        in.getOverrides().hasOverlapCredit() ? in.getOverrides().getOverlapCredit() : null,
+        in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null);
+    limits.validate(request, forBook);
+    return request;
+  }
+
+  private static long[] toArray(java.util.List<Long> values) {
+    long[] out = new long[values.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = values.get(i);
+    }
+    return out;
+  }
+
+  public static void requireModel(String model) {
+    if (model == null || model.isBlank()) {
+      throw RoutingError.invalid(RoutingError.EMPTY_MODEL, "model must not be empty").toException();
+    }
+  }
+
+  public static Selection toProto(SelectionResult result) {
+    return Selection.newBuilder()
+        .setWorker(WorkerEndpoint.newBuilder()
+            .setWorkerId(result.rank().workerId())
+            .setDpRank(result.rank().dpRank())
+            .setEndpoint(result.endpoint())
+            .setRegion(result.region()))
+        .setOverlapBlocks(result.overlapBlocks())
+        .setCachedTokens(result.cachedTokens())
+        .setCost(result.cost())
+        .setLoad(toProto(result.load()))
+        .setViewVersion(result.viewVersion())
+        .setPolicy(result.policy())
+        .build();
+  }
+
+  public static io.kvrouter.api.v1.Booking toProto(BookingAnswer answer) {
+    return io.kvrouter.api.v1.Booking.newBuilder()
+        .setSelection(toProto(answer.selection()))
+        .setRequestId(answer.requestId())
+        .setAttempt(answer.attempt())
+        .setReplay(answer.replay())
+        .setQueuedMicros(answer.queuedMicros())
+        .setLeaseExpiresUnixMs(answer.leaseExpiresAtMillis())
+        .build();
+  }
+
+  public static io.kvrouter.api.v1.RankLoad toProto(RankLoad load) {
+    return io.kvrouter.api.v1.RankLoad.newBuilder()
+        .setInFlight(load.inFlight())
+        .setPrefillTokens(load.prefillTokens())
+        .setDecodeBlocks(load.decodeBlocks())
+        .build();
+  }
+
+  public static WorkerConfig toWorkerConfig(WorkerRegistration in) {
+    requireModel(in.getModel());
+    return new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(), in.getMaxNumBatchedTokens(),
+        in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), in.getRegion(), toRole(in.getRole()));
+  }
+
+  public static WorkerRegistration toProto(String model, WorkerConfig config) {
+    return WorkerRegistration.newBuilder()
+        .setModel(model)
+        .setWorkerId(config.workerId())
+        .setDpStart(config.dpStart())
+        .setDpSize(config.dpSize())
+        .setMaxNumBatchedTokens(config.maxNumBatchedTokens())
+        .setTotalKvBlocks(config.totalKvBlocks())
+        .setBlockSize(config.blockSize())
+        .setEndpoint(config.endpoint())
+        .setRegion(config.region())
+        .setRole(toProto(config.role()))
+        .build();
+  }
+
+  private static WorkerRole toRole(io.kvrouter.api.v1.WorkerRole role) {
+    return switch (role) {
+      case WORKER_ROLE_PREFILL -> WorkerRole.PREFILL;
+      case WORKER_ROLE_DECODE -> WorkerRole.DECODE;
+      case WORKER_ROLE_UNSPECIFIED, WORKER_ROLE_AGGREGATED -> WorkerRole.AGGREGATED;
+      case UNRECOGNIZED -> throw RoutingError.invalid(RoutingError.MALFORMED, "unknown worker role").toException();
+    };
+  }
+
+  private static io.kvrouter.api.v1.WorkerRole toProto(WorkerRole role) {
+    return switch (role) {
+      case AGGREGATED -> io.kvrouter.api.v1.WorkerRole.WORKER_ROLE_AGGREGATED;
+      case PREFILL -> io.kvrouter.api.v1.WorkerRole.WORKER_ROLE_PREFILL;
+      case DECODE -> io.kvrouter.api.v1.WorkerRole.WORKER_ROLE_DECODE;
+    };
+  }
+
+  public static ModelState toProto(ModelSnapshot snapshot) {
+    ModelState.Builder out = ModelState.newBuilder()
+        .setModel(snapshot.model())
+        .setPolicy(snapshot.policy())
+        .putAllPolicyParameters(snapshot.policyParameters())
+        .setViewVersion(snapshot.viewVersion())
+        .setBlockSize(snapshot.blockSize())
+        .setPending(snapshot.pending())
+        .setExpiredBookings(snapshot.expiredBookings());
+    for (ModelSnapshot.WorkerSnapshot worker : snapshot.workers()) {
+      WorkerState.Builder w = WorkerState.newBuilder()
+          .setConfig(toProto(snapshot.model(), worker.config()))
+          .setAvailable(worker.available());
+      for (ModelSnapshot.RankSnapshot rank : worker.ranks()) {
+        RankState.Builder r = RankState.newBuilder()
+            .setDpRank(rank.dpRank())
+            .setLoad(toProto(rank.load()))
+            .setLiveBookings(rank.liveBookings())
+            .setOverloaded(rank.overloaded());
+        ReportedLoad reported = rank.reported();
+        if (reported != null) {
+          r.setReported(io.kvrouter.api.v1.RankLoadReport.newBuilder()
+              .setDpRank(rank.dpRank())
+              .setActiveDecodeBlocks(reported.decodeBlocks())
+              .setActivePrefillTokens(reported.prefillTokens())
+              .setWaitingRequests(reported.waitingRequests()));
+        }
+        w.addRanks(r);
+      }
+      out.addWorkers(w);
+    }
+    for (ModelSnapshot.BookingSnapshot b : snapshot.bookings()) {
+      out.addBookings(BookingState.newBuilder()
+          .setRequestId(b.requestId())
+          .setAttempt(b.attempt())
+          .setWorkerId(b.workerId())
+          .setDpRank(b.dpRank())
+          .setPrefillTokens(b.prefillTokens())
+          .setDecodeBlocks(b.decodeBlocks())
+          .setPrefillDone(b.prefillDone())
+          .setBookedUnixMs(b.bookedAtMillis())
+          .setLeaseExpiresUnixMs(b.leaseExpiresAtMillis()));
+    }
+    return out.build();
+  }
+}

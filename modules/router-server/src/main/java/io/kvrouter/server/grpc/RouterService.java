@@ -1,0 +1,81 @@
+package io.kvrouter.server.grpc;
+
+import io.kvrouter.api.v1.Booking;
+import io.kvrouter.api.v1.BookingRef;
+import io.kvrouter.api.v1.PrefillMarked;
+import io.kvrouter.api.v1.Released;
+import io.kvrouter.api.v1.Renewed;
+import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.RouterPowerApi;
+import io.kvrouter.api.v1.Selection;
+import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.selection.SelectionRequest;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import org.apache.pekko.grpc.javadsl.Metadata;
+
+/**
+ * kvrouter.v1.Router. Select is answered on the handler's thread from the node's view; Book and the booking
+ * mutations go through the model's admission actor with the caller's deadline.
+ */
+public final class RouterService implements RouterPowerApi {
+  private static final Executor SAME_THREAD = Runnable::run;
+
+  private final RouterCluster cluster;
+  private final ProtoMapping mapping;
+
+  public RouterService(RouterCluster cluster, ProtoMapping mapping) {
+    this.cluster = cluster;
+    this.mapping = mapping;
+  }
+
+  @Override
+  public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
+    return Calls.guard(() -> {
+      SelectionRequest request = mapping.toSelectionRequest(in, false);
+      return CompletableFuture.completedFuture(
+          ProtoMapping.toProto(cluster.queue(request.model()).selectWithoutAdmission(request)));
+    });
+  }
+
+  @Override
+  public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
+    return Calls.guard(() -> {
+      SelectionRequest request = mapping.toSelectionRequest(in, true);
+      return cluster.queue(request.model()).book(request, Deadlines.remaining(metadata))
+          .thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
+    });
+  }
+
+  @Override
+  public CompletionStage<Released> release(BookingRef in, Metadata metadata) {
+    return Calls.guard(() -> cluster.queue(checked(in)).release(in.getRequestId(), in.getAttempt(),
+            Deadlines.remaining(metadata))
+        .thenApplyAsync(r -> Released.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
+  }
+
+  @Override
+  public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Metadata metadata) {
+    return Calls.guard(() -> cluster.queue(checked(in)).markPrefillDone(in.getRequestId(), in.getAttempt(),
+            Deadlines.remaining(metadata))
+        .thenApplyAsync(r -> PrefillMarked.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
+  }
+
+  @Override
+  public CompletionStage<Renewed> renew(BookingRef in, Metadata metadata) {
+    return Calls.guard(() -> cluster.queue(checked(in)).renew(in.getRequestId(), in.getAttempt(),
+            Deadlines.remaining(metadata))
+        .thenApplyAsync(r -> Renewed.newBuilder().setApplied(r.applied())
+            .setLeaseExpiresUnixMs(r.leaseExpiresAtMillis()).build(), SAME_THREAD));
+  }
+
+  private static String checked(BookingRef ref) {
+    ProtoMapping.requireModel(ref.getModel());
+    if (ref.getRequestId().isEmpty()) {
+      throw RoutingError.invalid(RoutingError.EMPTY_REQUEST_ID, "request_id must not be empty").toException();
+    }
+    return ref.getModel();
+  }
+}

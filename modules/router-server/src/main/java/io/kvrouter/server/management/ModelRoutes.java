@@ -1,0 +1,106 @@
+package io.kvrouter.server.management;
+
+import static org.apache.pekko.http.javadsl.server.Directives.complete;
+import static org.apache.pekko.http.javadsl.server.Directives.concat;
+import static org.apache.pekko.http.javadsl.server.Directives.get;
+import static org.apache.pekko.http.javadsl.server.Directives.onComplete;
+import static org.apache.pekko.http.javadsl.server.Directives.parameterOptional;
+import static org.apache.pekko.http.javadsl.server.Directives.path;
+import static org.apache.pekko.http.javadsl.server.Directives.pathEndOrSingleSlash;
+import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.protobuf.MessageOrBuilder;
+import com.google.protobuf.util.JsonFormat;
+import io.kvrouter.api.v1.ModelList;
+import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.server.grpc.ProtoMapping;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletionException;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.StatusCode;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.server.PathMatchers;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.management.javadsl.ManagementRouteProvider;
+import org.apache.pekko.management.javadsl.ManagementRouteProviderSettings;
+
+/**
+ * Read-only management routes over each model's admission state, read through its actor:
+ * {@code GET /models} lists models with registered workers; {@code GET /models/state?model=NAME} and
+ * {@code GET /models/NAME} (NAME URL-encoded, or a plain path such as {@code org/name}) show one model's state.
+ */
+public final class ModelRoutes implements ManagementRouteProvider {
+  private static final Duration READ_TIMEOUT = Duration.ofSeconds(5);
+  private static final JsonFormat.Printer JSON = JsonFormat.printer().includingDefaultValueFields();
+
+  private final ExtendedActorSystem system;
+
+  public ModelRoutes(ExtendedActorSystem system) {
+    this.system = system;
+  }
+
+  @Override
+  public Route routes(ManagementRouteProviderSettings settings) {
+    RouterCluster cluster = RouterCluster.get(Adapter.toTyped(system));
+    return pathPrefix("models", () -> get(() -> concat(
+        pathEndOrSingleSlash(() -> json(StatusCodes.OK,
+            ModelList.newBuilder().addAllModels(cluster.models()).build())),
+        path("state", () -> parameterOptional("model", model -> modelState(cluster, model))),
+        path(PathMatchers.remaining(), encoded -> modelState(cluster,
+            Optional.of(URLDecoder.decode(encoded, StandardCharsets.UTF_8)))))));
+  }
+
+  private Route modelState(RouterCluster cluster, Optional<String> model) {
+    if (model.isEmpty() || model.get().isBlank()) {
+      return error(RoutingError.invalid(RoutingError.EMPTY_MODEL, "model must not be empty"));
+    }
+    return onComplete(cluster.queue(model.get()).state(READ_TIMEOUT), result -> {
+      if (result.isSuccess()) {
+        return json(StatusCodes.OK, ProtoMapping.toProto(result.get()));
+      }
+      Throwable failure = result.failed().get();
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof RoutingException routing) {
+        return error(routing.error());
+      }
+      return complete(StatusCodes.SERVICE_UNAVAILABLE, "admission state unavailable: " + cause.getMessage());
+    });
+  }
+
+  private static Route error(RoutingError error) {
+    StatusCode status = switch (error.code()) {
+      case INVALID_ARGUMENT -> StatusCodes.BAD_REQUEST;
+      case NOT_FOUND -> StatusCodes.NOT_FOUND;
+      default -> StatusCodes.SERVICE_UNAVAILABLE;
+    };
+    return complete(HttpResponse.create().withStatus(status)
+        .withEntity(ContentTypes.APPLICATION_JSON, jsonError(error)));
+  }
+
+  private static String jsonError(RoutingError error) {
+    com.google.gson.JsonObject object = new com.google.gson.JsonObject();
+    object.addProperty("code", error.code().name());
+    object.addProperty("reason", error.reason());
+    object.addProperty("message", error.message());
+    return object.toString();
+  }
+
+  private static Route json(StatusCode status, MessageOrBuilder message) {
+    try {
+      return complete(HttpResponse.create().withStatus(status)
+          .withEntity(ContentTypes.APPLICATION_JSON, JSON.print(message)));
+    } catch (InvalidProtocolBufferException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
