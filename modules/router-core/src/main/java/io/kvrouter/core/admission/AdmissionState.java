@@ -6,7 +6,7 @@ import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.policy.PickerSlot;
-import io.kvrouter.core.policy.Pickers;
+import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.PolicyConfig;
 import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.Candidates;
@@ -168,7 +168,7 @@ public final class AdmissionState {
 
   private static PickerSlot newPicker(PolicyConfig config) {
     long seed = config.seed() != null ? config.seed() : ThreadLocalRandom.current().nextLong();
-    return new PickerSlot(Pickers.create(config.policy(), seed));
+    return new PickerSlot(config.policy(), new PickerState(seed, 0));
   }
 
   private void republish() {

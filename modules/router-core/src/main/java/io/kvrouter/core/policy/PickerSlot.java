@@ -9,10 +9,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class PickerSlot {
   private final ReentrantLock lock = new ReentrantLock();
-  private final Picker picker;
+  private final Policy policy;
+  private Picker picker;
 
-  public PickerSlot(Picker picker) {
-    this.picker = picker;
+  public PickerSlot(Policy policy, PickerState state) {
+    this.policy = policy;
+    this.picker = Pickers.create(policy, state);
   }
 
   public int pick(Candidates candidates) {
@@ -28,6 +30,16 @@ public final class PickerSlot {
     lock.lock();
     try {
       return picker.state();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Puts the picker back into a saved state: parity tests and benchmarks replay one pick on both paths. */
+  public void restore(PickerState state) {
+    lock.lock();
+    try {
+      picker = Pickers.create(policy, state);
     } finally {
       lock.unlock();
     }

@@ -1,0 +1,255 @@
+package io.kvrouter.core.admission;
+
+import static io.kvrouter.core.Fixtures.worker;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.selection.SelectionRequest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class AdmissionStateTest {
+  private final ManualClock clock = new ManualClock(1_700_000_000_000L);
+  private final List<Long> publishedVersions = new ArrayList<>();
+  private AdmissionState state;
+
+  @BeforeEach
+  void setUp() {
+    state = new AdmissionState("m", new AdmissionSettings(Duration.ofSeconds(300), Duration.ofSeconds(10)), clock,
+        io.kvrouter.core.selection.KvOverlapSource.NONE, io.kvrouter.core.selection.ActivePrefixSource.NONE,
+        view -> publishedVersions.add(view.version()));
+    state.register(worker("a"));
+    state.register(worker("b"));
+    state.setPolicy("least_in_flight", Map.of("seed", "7"));
+  }
+
+  private BookingAnswer book(String requestId, long nonce) {
+    BookOutcome outcome = state.book(SelectionRequest.of("m", requestId, 64), nonce, 0);
+    assertThat(outcome).isInstanceOf(BookOutcome.Booked.class);
+    return ((BookOutcome.Booked) outcome).answer();
+  }
+
+  @Test
+  void releaseIsFencedAndIdempotent() {
+    BookingAnswer booked = book("r1", 11);
+    assertThat(state.release("r1", booked.attempt() + 1).applied()).as("wrong attempt").isFalse();
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.release("r1", booked.attempt()).applied()).isTrue();
+    assertThat(state.release("r1", booked.attempt()).applied()).as("second release").isFalse();
+    assertThat(state.release("unknown", 1).applied()).isFalse();
+    assertThat(state.liveBookings()).isZero();
+    assertThat(state.checkInvariants()).isNull();
+  }
+
+  @Test
+  void staleAttemptCannotFreeANewerBookingOfTheSameRequestId() {
+    BookingAnswer first = book("r1", 1);
+    state.release("r1", first.attempt());
+    BookingAnswer second = book("r1", 2);
+    assertThat(second.attempt()).isGreaterThan(first.attempt());
+    assertThat(state.release("r1", first.attempt()).applied()).isFalse();
+    assertThat(state.markPrefillDone("r1", first.attempt()).applied()).isFalse();
+    assertThat(state.renew("r1", first.attempt()).applied()).isFalse();
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.release("r1", second.attempt()).applied()).isTrue();
+  }
+
+  @Test
+  void markPrefillDoneDropsPrefillOnceAndKeepsBlocks() {
+    BookingAnswer booked = book("r1", 1);
+    Rank rank = booked.selection().rank();
+    RankLoad before = cell(rank);
+    assertThat(before.prefillTokens()).isEqualTo(64);
+    assertThat(before.decodeBlocks()).isEqualTo(4);
+    clock.advance(Duration.ofSeconds(100));
+    MutationResult marked = state.markPrefillDone("r1", booked.attempt());
+    assertThat(marked.applied()).isTrue();
+    assertThat(marked.leaseExpiresAtMillis()).isEqualTo(clock.millis() + 300_000);
+    assertThat(cell(rank).prefillTokens()).isZero();
+    assertThat(cell(rank).decodeBlocks()).isEqualTo(4);
+    assertThat(state.markPrefillDone("r1", booked.attempt()).applied()).as("second mark").isFalse();
+    assertThat(cell(rank).prefillTokens()).isZero();
+    assertThat(state.release("r1", booked.attempt()).applied()).isTrue();
+    assertThat(cell(rank)).extracting(RankLoad::inFlight, RankLoad::prefillTokens, RankLoad::decodeBlocks)
+        .containsExactly(0, 0L, 0L);
+  }
+
+  @Test
+  void replayReturnsTheSameBookingAndTheFirstCallsCancelIsANoOp() {
+    BookingAnswer first = book("r1", 100);
+    BookOutcome replay = state.book(SelectionRequest.of("m", "r1", 64), 200, 0);
+    BookingAnswer again = ((BookOutcome.Booked) replay).answer();
+    assertThat(again.replay()).isTrue();
+    assertThat(again.attempt()).isEqualTo(first.attempt());
+    assertThat(again.selection().rank()).isEqualTo(first.selection().rank());
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.cancelBook("r1", 100)).as("superseded nonce").isFalse();
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.cancelBook("r1", 200)).isTrue();
+    assertThat(state.liveBookings()).isZero();
+    assertThat(state.checkInvariants()).isNull();
+  }
+
+  @Test
+  void cancelBookFreesExactlyItsOwnBooking() {
+    book("r1", 1);
+    BookingAnswer other = book("r2", 2);
+    assertThat(state.cancelBook("r1", 2)).as("nonce of another request").isFalse();
+    assertThat(state.cancelBook("r1", 1)).isTrue();
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId)
+        .containsExactly("r2");
+    assertThat(state.release("r2", other.attempt()).applied()).isTrue();
+  }
+
+  @Test
+  void leaseExpiresABookingNeverReleased() {
+    BookingAnswer booked = book("r1", 1);
+    clock.advance(Duration.ofSeconds(299));
+    assertThat(state.expire()).isZero();
+    assertThat(state.renew("r1", booked.attempt()).applied()).isTrue();
+    clock.advance(Duration.ofSeconds(299));
+    assertThat(state.expire()).as("renewed lease still running").isZero();
+    clock.advance(Duration.ofSeconds(2));
+    assertThat(state.expire()).isEqualTo(1);
+    assertThat(state.liveBookings()).isZero();
+    assertThat(state.snapshot().expiredBookings()).isEqualTo(1);
+    assertThat(state.release("r1", booked.attempt()).applied()).isFalse();
+    assertThat(state.checkInvariants()).isNull();
+  }
+
+  @Test
+  void attemptsStayUniqueAcrossIncarnations() {
+    long first = book("r1", 1).attempt();
+    AdmissionState restarted = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
+    restarted.register(worker("a"));
+    BookOutcome outcome = restarted.book(SelectionRequest.of("m", "r1", 64), 1, 0);
+    clock.advance(Duration.ofMillis(1));
+    AdmissionState later = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
+    later.register(worker("a"));
+    long third = ((BookOutcome.Booked) later.book(SelectionRequest.of("m", "r1", 64), 1, 0)).answer().attempt();
+    assertThat(((BookOutcome.Booked) outcome).answer().attempt()).isNotEqualTo(0);
+    assertThat(third).isGreaterThan(first);
+  }
+
+  @Test
+  void registrationIsIdempotentAndConflictsAreRejectedWithoutChange() {
+    long version = state.view().version();
+    assertThat(state.register(worker("a")).created()).isFalse();
+    WorkerConfig changed = new WorkerConfig("a", 0, 2, 8192, 1000, 16, "http://a", "local", WorkerRole.AGGREGATED);
+    assertThatThrownBy(() -> state.register(changed)).isInstanceOfSatisfying(RoutingException.class,
+        e -> assertThat(e.error().code()).isEqualTo(RoutingError.Code.ALREADY_EXISTS));
+    WorkerConfig otherBlockSize = new WorkerConfig("c", 0, 1, 8192, 1000, 32, "", "", null);
+    assertThatThrownBy(() -> state.register(otherBlockSize)).isInstanceOfSatisfying(RoutingException.class,
+        e -> assertThat(e.error().reason()).isEqualTo(RoutingError.BLOCK_SIZE_MISMATCH));
+    WorkerConfig zeroBlock = new WorkerConfig("d", 0, 1, 8192, 1000, 0, "", "", null);
+    assertThatThrownBy(() -> state.register(zeroBlock)).isInstanceOfSatisfying(RoutingException.class,
+        e -> assertThat(e.error().reason()).isEqualTo(RoutingError.INVALID_BLOCK_SIZE));
+    assertThat(state.view().version()).isEqualTo(version);
+    assertThat(state.view().rankCount()).isEqualTo(2);
+  }
+
+  @Test
+  void deregisterDropsTheWorkersBookings() {
+    state.setPolicy("round_robin", Map.of());
+    BookingAnswer one = book("r1", 1);
+    BookingAnswer two = book("r2", 2);
+    assertThat(one.selection().rank().workerId()).isNotEqualTo(two.selection().rank().workerId());
+    assertThat(state.deregister(one.selection().rank().workerId())).isEqualTo(1);
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.release("r1", one.attempt()).applied()).isFalse();
+    assertThat(state.checkInvariants()).isNull();
+    assertThatThrownBy(() -> state.deregister("nope")).isInstanceOfSatisfying(RoutingException.class,
+        e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_WORKER));
+  }
+
+  @Test
+  void policyChangeKeepsBookingsAndPublishesANewView() {
+    BookingAnswer booked = book("r1", 1);
+    long version = state.view().version();
+    state.setPolicy("kv", Map.of("temperature", "0.5"));
+    assertThat(state.view().version()).isGreaterThan(version);
+    assertThat(publishedVersions).contains(state.view().version());
+    assertThat(state.view().policy().temperature()).isEqualTo(0.5);
+    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.release("r1", booked.attempt()).applied()).isTrue();
+    assertThatThrownBy(() -> state.setPolicy("fastest", Map.of())).isInstanceOfSatisfying(RoutingException.class,
+        e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_POLICY));
+    assertThat(state.view().policy().policy().wireName()).isEqualTo("kv");
+  }
+
+  @Test
+  void queueHoldsBooksWhileAllWorkersArePrefillBusyAndDispatchesOnRelease() {
+    // each Book adds 8,000 prefill tokens; busy above 0.5 × 8192 max batched tokens
+    state.setPolicy(null, Map.of("queue_threshold_frac", "0.5", "max_pending", "1"));
+    SelectionRequest big = SelectionRequest.of("m", "x", 8000);
+    BookingAnswer a = ((BookOutcome.Booked) state.book(big.withRequestId("r1"), 1, 0)).answer();
+    BookingAnswer b = ((BookOutcome.Booked) state.book(big.withRequestId("r2"), 2, 0)).answer();
+    assertThat(state.book(big.withRequestId("r3"), 3, 0)).isInstanceOf(BookOutcome.Queued.class);
+    BookOutcome rejected = state.book(big.withRequestId("r4"), 4, 0);
+    assertThat(rejected).isInstanceOfSatisfying(BookOutcome.Rejected.class, r -> {
+      assertThat(r.error().code()).isEqualTo(RoutingError.Code.RESOURCE_EXHAUSTED);
+      assertThat(r.error().reason()).isEqualTo(RoutingError.QUEUE_LIMIT);
+    });
+    assertThat(state.pendingCount()).isEqualTo(1);
+    assertThat(state.drainCompletions()).isEmpty();
+    clock.advance(Duration.ofMillis(5));
+    state.release("r1", a.attempt());
+    List<Completion> done = state.drainCompletions();
+    assertThat(done).hasSize(1);
+    assertThat(done.get(0).nonce()).isEqualTo(3);
+    assertThat(done.get(0).outcome()).isInstanceOfSatisfying(BookOutcome.Booked.class,
+        booked -> assertThat(booked.answer().queuedMicros()).isEqualTo(5_000));
+    assertThat(state.pendingCount()).isZero();
+    assertThat(state.release("r2", b.attempt()).applied()).isTrue();
+  }
+
+  @Test
+  void queuedBookPastItsDeadlineIsRejected() {
+    state.setPolicy(null, Map.of("queue_threshold_frac", "0.0"));
+    book("busy-a", 1);
+    book("busy-b", 2);
+    long deadline = clock.millis() + 1000;
+    assertThat(state.book(SelectionRequest.of("m", "r", 64), 9, deadline)).isInstanceOf(BookOutcome.Queued.class);
+    clock.advance(Duration.ofMillis(1000));
+    state.expire();
+    List<Completion> done = state.drainCompletions();
+    assertThat(done).singleElement().satisfies(c -> assertThat(c.outcome())
+        .isInstanceOfSatisfying(BookOutcome.Rejected.class,
+            r -> assertThat(r.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED)));
+    assertThat(state.pendingCount()).isZero();
+  }
+
+  @Test
+  void cancelBookDropsAQueuedEntry() {
+    state.setPolicy(null, Map.of("queue_threshold_frac", "0.0"));
+    book("busy-a", 1);
+    book("busy-b", 2);
+    assertThat(state.book(SelectionRequest.of("m", "r", 64), 9, 0)).isInstanceOf(BookOutcome.Queued.class);
+    assertThat(state.cancelBook("r", 9)).isTrue();
+    assertThat(state.pendingCount()).isZero();
+    assertThat(state.liveBookings()).isEqualTo(2);
+  }
+
+  @Test
+  void unknownModelIsRejected() {
+    AdmissionState empty = new AdmissionState("nobody", AdmissionSettings.DEFAULTS, clock);
+    assertThat(empty.book(SelectionRequest.of("nobody", "r", 10), 1, 0))
+        .isInstanceOfSatisfying(BookOutcome.Rejected.class,
+            r -> assertThat(r.error().reason()).isEqualTo(RoutingError.UNKNOWN_MODEL));
+  }
+
+  private RankLoad cell(Rank rank) {
+    return state.view().cell(state.view().indexOf(rank)).booked();
+  }
+}

@@ -1,0 +1,95 @@
+package io.kvrouter.core.policy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.CandidatesForTests;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class PickersTest {
+
+  @Test
+  void roundRobinCyclesThroughCandidates() {
+    Picker picker = Pickers.create(Policy.ROUND_ROBIN, new PickerState(0, 0));
+    Candidates c = CandidatesForTests.withCosts(0, 0, 0);
+    assertThat(new int[] {picker.pick(c), picker.pick(c), picker.pick(c), picker.pick(c)})
+        .containsExactly(0, 1, 2, 0);
+    assertThat(picker.state().cursor()).isEqualTo(4);
+  }
+
+  @Test
+  void zeroTemperatureTiesSpreadUniformlyAcrossTiedCandidates() {
+    Picker picker = Pickers.create(Policy.KV, 99);
+    Candidates c = CandidatesForTests.withCosts(5, 3, 3, 9, 3);
+    int[] counts = new int[5];
+    int picks = 30_000;
+    for (int i = 0; i < picks; i++) {
+      counts[picker.pick(c)]++;
+    }
+    assertThat(counts[0]).isZero();
+    assertThat(counts[3]).isZero();
+    for (int tied : new int[] {1, 2, 4}) {
+      assertThat(counts[tied] / (double) picks).isCloseTo(1 / 3.0, within(0.02));
+    }
+  }
+
+  /** Softmax over range-normalised costs at T = 0.5: p ∝ exp(-(c - min) / (range · T)). */
+  @Test
+  void softmaxFrequenciesFollowTheExpectedProbabilities() {
+    Picker picker = Pickers.create(Policy.KV, 1234);
+    double[] costs = {10, 12, 14, 20};
+    Candidates c = CandidatesForTests.withCosts(costs);
+    CandidatesForTests.setTemperature(c, 0.5);
+    double[] expected = new double[costs.length];
+    double total = 0;
+    for (int i = 0; i < costs.length; i++) {
+      expected[i] = Math.exp(-(costs[i] - 10) / (10 * 0.5));
+      total += expected[i];
+    }
+    int picks = 100_000;
+    int[] counts = new int[costs.length];
+    for (int i = 0; i < picks; i++) {
+      counts[picker.pick(c)]++;
+    }
+    // binomial standard deviation at n = 100k is at most 0.0016: 0.01 is over 6 sigma
+    for (int i = 0; i < costs.length; i++) {
+      assertThat(counts[i] / (double) picks).as("candidate %d", i).isCloseTo(expected[i] / total, within(0.01));
+    }
+  }
+
+  @Test
+  void seededPicksAreStable() {
+    Candidates c = CandidatesForTests.withCosts(1, 1, 1, 1);
+    Picker first = Pickers.create(Policy.RANDOM, 5);
+    Picker second = Pickers.create(Policy.RANDOM, 5);
+    for (int i = 0; i < 100; i++) {
+      assertThat(first.pick(c)).isEqualTo(second.pick(c));
+    }
+    assertThat(first.state()).isEqualTo(second.state());
+  }
+
+  @Test
+  void powerOfTwoNeverPicksTheWorstOfTwoDistinctCosts() {
+    Picker picker = Pickers.create(Policy.POWER_OF_TWO, 3);
+    Candidates c = CandidatesForTests.withCosts(1, 100);
+    for (int i = 0; i < 200; i++) {
+      assertThat(picker.pick(c)).isZero();
+    }
+  }
+
+  @Test
+  void policyParametersValidateAndMerge() {
+    PolicyConfig config = PolicyConfig.defaults().with("least_in_flight", Map.of("temperature", "0.3"));
+    assertThat(config.policy()).isEqualTo(Policy.LEAST_IN_FLIGHT);
+    assertThat(config.temperature()).isEqualTo(0.3);
+    PolicyConfig reset = config.with("", Map.of("temperature", ""));
+    assertThat(reset.policy()).isEqualTo(Policy.LEAST_IN_FLIGHT);
+    assertThat(reset.temperature()).isZero();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> config.with(null, Map.of("temperature", "-1")))
+        .hasMessageContaining("temperature");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> config.with(null, Map.of("bogus", "1")))
+        .hasMessageContaining("bogus");
+  }
+}
