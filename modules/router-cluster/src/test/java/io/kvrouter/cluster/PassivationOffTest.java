@@ -1,0 +1,35 @@
+package io.kvrouter.cluster;
+
+import static io.kvrouter.cluster.TestCluster.join;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.selection.SelectionRequest;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The test config sets sharding's idle passivation timeout to 1 s. A model that receives only advisory Selects
+ * sends its actor nothing, so with passivation on its actor (and the booking) would be gone after 3 s.
+ */
+class PassivationOffTest {
+  @Test
+  void anEntityThatOnlySeesSelectsKeepsItsBookings() throws Exception {
+    try (TestCluster cluster = TestCluster.start(Clock.SYSTEM)) {
+      SchedulerQueue queue = cluster.modelWithWorkers("quiet", "round_robin", "a", "b");
+      BookingAnswer booked = join(queue.book(SelectionRequest.of("quiet", "kept", 64), null));
+      long end = System.nanoTime() + 3_000_000_000L;
+      int selects = 0;
+      while (System.nanoTime() < end) {
+        queue.selectWithoutAdmission(SelectionRequest.of("quiet", "", 64));
+        selects++;
+        Thread.sleep(20);
+      }
+      assertThat(selects).isPositive();
+      ModelSnapshot state = cluster.state(queue);
+      assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("kept");
+      assertThat(state.bookings().get(0).attempt()).isEqualTo(booked.attempt());
+    }
+  }
+}

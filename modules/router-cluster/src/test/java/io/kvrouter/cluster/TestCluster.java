@@ -1,0 +1,75 @@
+package io.kvrouter.cluster;
+
+import static org.awaitility.Awaitility.await;
+
+import com.typesafe.config.ConfigFactory;
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
+
+/** A one-node cluster that joined itself, with the routing layer started on it. */
+final class TestCluster implements AutoCloseable {
+  static final Duration TIMEOUT = Duration.ofSeconds(5);
+
+  final ActorTestKit kit;
+  final RouterCluster routing;
+
+  private TestCluster(ActorTestKit kit, RouterCluster routing) {
+    this.kit = kit;
+    this.routing = routing;
+  }
+
+  static TestCluster start(Clock clock) {
+    return start(clock, "");
+  }
+
+  static TestCluster start(Clock clock, String config) {
+    ActorTestKit kit = ActorTestKit.create("kvrouter-test",
+        ConfigFactory.parseString(config).withFallback(ConfigFactory.load()));
+    Cluster cluster = Cluster.get(kit.system());
+    cluster.manager().tell(Join.create(cluster.selfMember().address()));
+    await().atMost(Duration.ofSeconds(15)).until(() -> cluster.selfMember().status() == MemberStatus.up());
+    return new TestCluster(kit, RouterCluster.init(kit.system(), clock));
+  }
+
+  SchedulerQueue queue(String model) {
+    return routing.queue(model);
+  }
+
+  static WorkerConfig worker(String id) {
+    return new WorkerConfig(id, 0, 1, 8192, 1000, 16, "http://" + id, "local", WorkerRole.AGGREGATED);
+  }
+
+  SchedulerQueue modelWithWorkers(String model, String policy, String... workers) {
+    SchedulerQueue queue = queue(model);
+    for (String id : workers) {
+      join(queue.register(worker(id), null));
+    }
+    join(queue.setPolicy(policy, Map.of("seed", "11"), null));
+    return queue;
+  }
+
+  ModelSnapshot state(SchedulerQueue queue) {
+    return join(queue.state(null));
+  }
+
+  static <T> T join(java.util.concurrent.CompletionStage<T> stage) {
+    try {
+      return stage.toCompletableFuture().get(TIMEOUT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  @Override
+  public void close() {
+    kit.shutdownTestKit();
+  }
+}
