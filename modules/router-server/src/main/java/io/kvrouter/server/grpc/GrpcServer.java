@@ -21,7 +21,6 @@ import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.RequestEntity;
 import org.apache.pekko.japi.function.Function;
 
 /** Serves Router, Workers, Admin, health and reflection on the one gRPC port (Pekko gRPC's handlers). */
@@ -39,10 +38,8 @@ public final class GrpcServer {
             new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving), errors, system),
         ServerReflection.create(
             List.of(Router.description, Workers.description, Admin.description, Health.description), system));
-    // 5 bytes of gRPC framing per message; a body past the limit fails unmarshalling with EntityStreamSizeException,
-    // which GrpcErrors answers as RESOURCE_EXHAUSTED.
-    long bodyLimit = maxMessageBytes + 5;
-    return request -> services.apply(request.withEntity((RequestEntity) request.entity().withSizeLimit(bodyLimit)));
+    // 5 bytes of gRPC framing per unary message
+    return new BodyLimit(system, maxMessageBytes + 5).around("/kvrouter.v1.", services);
   }
 
   public static CompletionStage<ServerBinding> bind(ActorSystem<?> system, String host, int port,

@@ -1,0 +1,112 @@
+package io.kvrouter.server;
+
+import static org.awaitility.Awaitility.await;
+
+import com.typesafe.config.ConfigFactory;
+import io.grpc.Metadata;
+import io.grpc.StatusRuntimeException;
+import io.kvrouter.api.v1.AdminClient;
+import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.api.v1.ModelStateRequest;
+import io.kvrouter.api.v1.RouterClient;
+import io.kvrouter.api.v1.WorkerRegistration;
+import io.kvrouter.api.v1.WorkersClient;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.grpc.GrpcClientSettings;
+
+/** A router node on ephemeral loopback ports, every actor message serialized, with gRPC clients to it. */
+public final class TestRouter implements AutoCloseable {
+  public static final Metadata.Key<String> REASON =
+      Metadata.Key.of("kvrouter-reason", Metadata.ASCII_STRING_MARSHALLER);
+
+  public final RouterNode node;
+  public final RouterClient router;
+  public final WorkersClient workers;
+  public final AdminClient admin;
+
+  private TestRouter(RouterNode node) {
+    this.node = node;
+    GrpcClientSettings settings = GrpcClientSettings
+        .connectToServiceAt("127.0.0.1", node.grpcPort(), node.system())
+        .withTls(false)
+        .withDeadline(Duration.ofSeconds(10));
+    this.router = RouterClient.create(settings, node.system());
+    this.workers = WorkersClient.create(settings, node.system());
+    this.admin = AdminClient.create(settings, node.system());
+  }
+
+  public static TestRouter start(String config) {
+    RouterNode node = Main.init(ConfigFactory.parseString(config + """
+
+        kvrouter.grpc.port = 0
+        kvrouter.management.port = 0
+        pekko.remote.artery.canonical.port = 0
+        pekko.actor.serialize-messages = on
+        pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
+        pekko.loglevel = WARNING
+        """));
+    Cluster cluster = Cluster.get(node.system());
+    await().atMost(Duration.ofSeconds(15)).until(() -> cluster.selfMember().status() == MemberStatus.up());
+    return new TestRouter(node);
+  }
+
+  public static TestRouter start() {
+    return start("");
+  }
+
+  public static WorkerRegistration.Builder worker(String model, String id) {
+    return WorkerRegistration.newBuilder()
+        .setModel(model)
+        .setWorkerId(id)
+        .setDpSize(1)
+        .setMaxNumBatchedTokens(8192)
+        .setTotalKvBlocks(1000)
+        .setBlockSize(16)
+        .setEndpoint("http://" + id + ":8000")
+        .setRegion("local");
+  }
+
+  public ModelState state(String model) {
+    return join(admin.getModelState(ModelStateRequest.newBuilder().setModel(model).build()));
+  }
+
+  public static <T> T join(CompletionStage<T> stage) {
+    try {
+      return stage.toCompletableFuture().get(15, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** The gRPC failure of a call that must fail. */
+  public static StatusRuntimeException failure(CompletionStage<?> stage) {
+    try {
+      stage.toCompletableFuture().get(15, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof StatusRuntimeException status) {
+        return status;
+      }
+      throw new AssertionError("not a gRPC status", e.getCause());
+    } catch (Exception e) {
+      throw new AssertionError(e);
+    }
+    throw new AssertionError("the call succeeded");
+  }
+
+  public static String reason(StatusRuntimeException e) {
+    return e.getTrailers() == null ? null : e.getTrailers().get(REASON);
+  }
+
+  @Override
+  public void close() {
+    router.close();
+    workers.close();
+    admin.close();
+    node.close();
+  }
+}
