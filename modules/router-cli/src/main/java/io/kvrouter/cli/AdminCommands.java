@@ -19,7 +19,7 @@ final class AdminCommands {
   @Command(name = "state", mixinStandardHelpOptions = true,
       description = "A model's admission state: workers, loads, bookings, policy (Admin.GetModelState).")
   static final class State extends ClientCommand {
-    @Option(names = "--model", required = true, description = "Model name.") String model;
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
 
     @Override
     protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
@@ -40,7 +40,7 @@ final class AdminCommands {
   @Command(name = "set-policy", mixinStandardHelpOptions = true,
       description = "Change a model's policy and/or its parameters (Admin.SetPolicy).")
   static final class SetPolicy extends ClientCommand {
-    @Option(names = "--model", required = true, description = "Model name.") String model;
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
     @Option(names = "--policy", paramLabel = "P",
         description = "round_robin | random | least_in_flight | power_of_two | kv (omit to keep the current one).")
     String policy;

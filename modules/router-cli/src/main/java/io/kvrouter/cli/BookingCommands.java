@@ -13,7 +13,7 @@ final class BookingCommands {
   private BookingCommands() {}
 
   abstract static class RefCommand extends ClientCommand {
-    @Option(names = "--model", required = true, description = "Model name.") String model;
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
     @Option(names = "--request-id", required = true, paramLabel = "ID", description = "The booked request id.")
     String requestId;
     @Option(names = "--attempt", required = true, paramLabel = "A",

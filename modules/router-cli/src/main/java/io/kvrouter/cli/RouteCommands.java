@@ -31,7 +31,7 @@ final class RouteCommands {
    * (with optional {@code --token-seed}), or {@code --block-hashes} with {@code --isl}.
    */
   static final class RouteOptions {
-    @Option(names = "--model", required = true, description = "Model name.") String model;
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
 
     @Option(names = "--tokens", paramLabel = "IDS", description = "Prompt token ids, comma-separated: 1,2,3.")
     String tokens;
@@ -57,7 +57,7 @@ final class RouteCommands {
     @Option(names = "--pinned", paramLabel = "W", description = "Route to this worker only.") String pinned;
     @Option(names = "--pinned-rank", paramLabel = "R", description = "With --pinned: this dp rank only.") Long pinnedRank;
     @Option(names = "--allowed", paramLabel = "W1,W2", description = "Only these workers are candidates.") String allowed;
-    @Option(names = "--priority", description = "Request priority.") Integer priority;
+    @Option(names = "--priority", paramLabel = "N", description = "Request priority.") Integer priority;
     @Option(names = "--temperature", paramLabel = "T", description = "Override the policy's temperature.") Double temperature;
     @Option(names = "--overlap-credit", paramLabel = "C", description = "Override the overlap credit.") Double overlapCredit;
     @Option(names = "--prefill-load-scale", paramLabel = "S", description = "Override the prefill load scale.")

@@ -30,8 +30,8 @@ final class WorkerCommands {
   @Command(name = "register-worker", mixinStandardHelpOptions = true,
       description = "Register a worker (ranks dp-start .. dp-start+dp-size-1) for a model (Workers.Register).")
   static final class Register extends ClientCommand {
-    @Option(names = "--model", required = true, description = "Model name.") String model;
-    @Option(names = "--worker", required = true, description = "Worker id.") String worker;
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
+    @Option(names = "--worker", required = true, paramLabel = "WORKER", description = "Worker id.") String worker;
     @Option(names = "--dp-start", defaultValue = "0", description = "First data-parallel rank (default: ${DEFAULT-VALUE}).")
     long dpStart;
     @Option(names = "--dp-size", defaultValue = "1", description = "Number of data-parallel ranks (default: ${DEFAULT-VALUE}).")
@@ -43,7 +43,7 @@ final class WorkerCommands {
     @Option(names = "--block-size", required = true, paramLabel = "N", description = "Tokens per KV block.")
     long blockSize;
     @Option(names = "--endpoint", paramLabel = "URL", description = "Where frontends reach the worker.") String endpoint;
-    @Option(names = "--region", description = "Region (data center) of the worker.") String region;
+    @Option(names = "--region", paramLabel = "REGION", description = "Region (data center) of the worker.") String region;
     @Option(names = "--role", paramLabel = "ROLE", description = "aggregated | prefill | decode (default: unspecified = aggregated).")
     Role role;
 
@@ -85,8 +85,8 @@ final class WorkerCommands {
   @Command(name = "deregister-worker", mixinStandardHelpOptions = true,
       description = "Remove a worker from a model, dropping its live bookings (Workers.Deregister).")
   static final class Deregister extends ClientCommand {
-    @Option(names = "--model", required = true, description = "Model name.") String model;
-    @Option(names = "--worker", required = true, description = "Worker id.") String worker;
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
+    @Option(names = "--worker", required = true, paramLabel = "WORKER", description = "Worker id.") String worker;
 
     @Override
     protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {

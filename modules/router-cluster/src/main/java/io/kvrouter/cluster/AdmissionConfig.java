@@ -6,7 +6,7 @@ import java.time.Duration;
 
 /** The {@code kvrouter.admission} config block. */
 public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, Duration deadlineMargin,
-    Duration expiryInterval) {
+    Duration expiryInterval, Duration kvTtl, int kvMaxEntries) {
 
   public static final String DISPATCHER = "kvrouter.admission.dispatcher";
 
@@ -16,6 +16,8 @@ public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, D
         new AdmissionSettings(c.getDuration("lease"), c.getDuration("heartbeat-timeout")),
         c.getDuration("ask-timeout"),
         c.getDuration("deadline-margin"),
-        c.getDuration("expiry-interval"));
+        c.getDuration("expiry-interval"),
+        config.getDuration("kvrouter.kv-index.approximate-ttl"),
+        config.getInt("kvrouter.kv-index.approximate-max-entries"));
   }
 }

@@ -11,7 +11,6 @@ import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.admission.Registered;
 import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.RoutingError;
 import io.kvrouter.core.selection.RoutingException;
@@ -21,7 +20,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Supplier;
+import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -87,7 +86,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /** What the node gives each admission actor it hosts. */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
-      Duration expiryInterval, Supplier<KvOverlapSource> overlapSource) {}
+      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex) {}
 
   private final AdmissionState state;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
@@ -101,8 +100,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private ModelAdmission(ActorContext<Command> context, String model, Environment env) {
     super(context);
-    this.state = new AdmissionState(model, env.settings(), env.clock(), env.overlapSource().get(),
-        ActivePrefixSource.NONE, env.registry()::publish);
+    this.state = new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
+        env.registry()::publish);
     context.getLog().debug("admission for model '{}' started", model);
   }
 

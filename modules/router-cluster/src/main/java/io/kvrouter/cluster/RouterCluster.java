@@ -1,7 +1,8 @@
 package io.kvrouter.cluster;
 
 import io.kvrouter.core.admission.Clock;
-import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.indexer.ModelKvIndex;
+import java.util.function.Function;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -21,27 +22,45 @@ public final class RouterCluster {
   private final ViewRegistry registry;
   private final Clock clock;
   private final AdmissionConfig config;
+  private final Function<String, ModelKvIndex> kvIndex;
+  private final KvEventFanout kvEvents;
   private final ConcurrentHashMap<String, SchedulerQueue> queues = new ConcurrentHashMap<>();
 
-  private RouterCluster(ClusterSharding sharding, ViewRegistry registry, Clock clock, AdmissionConfig config) {
+  private RouterCluster(ClusterSharding sharding, ViewRegistry registry, Clock clock, AdmissionConfig config,
+      Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents) {
     this.sharding = sharding;
     this.registry = registry;
     this.clock = clock;
     this.config = config;
+    this.kvIndex = kvIndex;
+    this.kvEvents = kvEvents;
+  }
+
+  /** This node's KV index of a model (event-fed per worker once it publishes, approximate before). */
+  public ModelKvIndex kvIndex(String model) {
+    return kvIndex.apply(model);
+  }
+
+  public KvEventFanout kvEvents() {
+    return kvEvents;
   }
 
   public static RouterCluster init(ActorSystem<?> system, Clock clock) {
     AdmissionConfig config = AdmissionConfig.fromConfig(system.settings().config());
     ViewRegistry registry = ViewRegistry.get(system);
+    ConcurrentHashMap<String, ModelKvIndex> kvIndexes = new ConcurrentHashMap<>();
+    Function<String, ModelKvIndex> kvIndex = model -> kvIndexes.computeIfAbsent(model,
+        m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(), 0.8, clock::millis));
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), () -> KvOverlapSource.NONE);
+        config.expiryInterval(), kvIndex::apply);
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle.
     ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
     sharding.init(Entity.of(ModelAdmission.ENTITY_KEY, ctx -> ModelAdmission.create(ctx.getEntityId(), env))
         .withSettings(settings)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
-    RouterCluster node = new RouterCluster(sharding, registry, clock, config);
+    RouterCluster node = new RouterCluster(sharding, registry, clock, config, kvIndex,
+        new KvEventFanout(system, registry, kvIndex));
     Holder.ID.apply(system).node = node;
     return node;
   }

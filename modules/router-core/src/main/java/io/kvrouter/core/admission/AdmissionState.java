@@ -8,8 +8,8 @@ import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.policy.PickerSlot;
 import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.PolicyConfig;
-import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.sequences.ActivePrefixIndex;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.LoadProjection;
 import io.kvrouter.core.selection.RoutingError;
@@ -42,7 +42,7 @@ public final class AdmissionState {
   private final AdmissionSettings settings;
   private final Clock clock;
   private final KvOverlapSource overlapSource;
-  private final ActivePrefixSource activePrefix;
+  private final ActivePrefixIndex activePrefix = new ActivePrefixIndex();
   private final Consumer<SelectionView> publisher;
   private final TreeMap<String, WorkerConfig> workers = new TreeMap<>();
   private final Map<Rank, LoadCell> cells = new HashMap<>();
@@ -66,19 +66,18 @@ public final class AdmissionState {
    *     is answered
    */
   public AdmissionState(String model, AdmissionSettings settings, Clock clock, KvOverlapSource overlapSource,
-      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher) {
+      Consumer<SelectionView> publisher) {
     this.model = model;
     this.settings = settings;
     this.clock = clock;
     this.overlapSource = overlapSource;
-    this.activePrefix = activePrefix;
     this.publisher = publisher;
     this.picker = newPicker(policy);
     republish();
   }
 
   public AdmissionState(String model, AdmissionSettings settings, Clock clock) {
-    this(model, settings, clock, KvOverlapSource.NONE, ActivePrefixSource.NONE, view -> {});
+    this(model, settings, clock, KvOverlapSource.NONE, view -> {});
   }
 
   public SelectionView view() {
@@ -122,6 +121,8 @@ public final class AdmissionState {
       throw WorkerConfig.unknownWorker(model, workerId);
     }
     int dropped = 0;
+    activePrefix.removeWorker(workerId);
+    overlapSource.removeWorker(workerId);
     for (Iterator<Booking> it = bookings.values().iterator(); it.hasNext(); ) {
       if (it.next().rank.workerId().equals(workerId)) {
         it.remove();
@@ -236,8 +237,10 @@ public final class AdmissionState {
     long decode = Selector.requestBlocks(request.islTokens(), view.blockSize());
     RankLoad after = addLoad(selection.rank(), 1, prefill, decode);
     Booking booking = new Booking(request.requestId(), attempts.next(now), selection.rank(), prefill, decode, now,
-        queuedMicros, selection.withLoad(after), nonce, now + settings.lease().toMillis());
+        queuedMicros, selection.withLoad(after), nonce, now + settings.lease().toMillis(), request.blockHashes());
     bookings.put(booking.requestId, booking);
+    activePrefix.add(booking.rank, booking.sequenceHashes);
+    overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
     return new BookOutcome.Booked(answer(booking, false));
   }
 
@@ -308,6 +311,7 @@ public final class AdmissionState {
 
   private void free(Booking booking) {
     bookings.remove(booking.requestId);
+    activePrefix.remove(booking.rank, booking.sequenceHashes);
     addLoad(booking.rank, -1, -booking.heldPrefillTokens(), -booking.decodeBlocks);
   }
 
@@ -322,6 +326,7 @@ public final class AdmissionState {
       }
     }
     expiredBookings += expired;
+    overlapSource.expire(now);
     dispatch();
     return expired;
   }

@@ -13,12 +13,14 @@ final class Booking {
   final long bookedAtMillis;
   final long queuedMicros;
   final SelectionResult selection;
+  /** The request's sequence hashes: the prefixes this booking holds active on its rank. */
+  final long[] sequenceHashes;
   long nonce;
   boolean prefillDone;
   long leaseExpiresAtMillis;
 
   Booking(String requestId, long attempt, Rank rank, long prefillTokens, long decodeBlocks, long bookedAtMillis,
-      long queuedMicros, SelectionResult selection, long nonce, long leaseExpiresAtMillis) {
+      long queuedMicros, SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes) {
     this.requestId = requestId;
     this.attempt = attempt;
     this.rank = rank;
@@ -29,6 +31,7 @@ final class Booking {
     this.selection = selection;
     this.nonce = nonce;
     this.leaseExpiresAtMillis = leaseExpiresAtMillis;
+    this.sequenceHashes = sequenceHashes;
   }
 
   long heldPrefillTokens() {

@@ -296,6 +296,10 @@ public final class KvIndex implements KvOverlapSource {
     return new TieredOverlap((int) (p & 0x1FFFFF), (int) ((p >>> 21) & 0x1FFFFF), (int) (p >>> 42));
   }
 
+  RadixTree tree() {
+    return tree;
+  }
+
   // ---------------------------------------------------------------- stats
 
   /** Event-id gaps seen (each cleared its rank). */

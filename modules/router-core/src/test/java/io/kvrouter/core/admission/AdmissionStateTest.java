@@ -26,7 +26,7 @@ class AdmissionStateTest {
   @BeforeEach
   void setUp() {
     state = new AdmissionState("m", new AdmissionSettings(Duration.ofSeconds(300), Duration.ofSeconds(10)), clock,
-        io.kvrouter.core.selection.KvOverlapSource.NONE, io.kvrouter.core.selection.ActivePrefixSource.NONE,
+        io.kvrouter.core.selection.KvOverlapSource.NONE,
         view -> publishedVersions.add(view.version()));
     state.register(worker("a"));
     state.register(worker("b"));

@@ -36,11 +36,7 @@ public final class AdminService implements AdminPowerApi {
 
   @Override
   public CompletionStage<ModelState> getModelState(ModelStateRequest in, Metadata metadata) {
-    return Calls.guard(() -> {
-      ProtoMapping.requireModel(in.getModel());
-      return cluster.queue(in.getModel()).state(Deadlines.remaining(metadata))
-          .thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
-    });
+    return Calls.guard(() -> ModelStates.read(cluster, in.getModel(), Deadlines.remaining(metadata)));
   }
 
   @Override

@@ -13,11 +13,13 @@ import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.hashing.BlockHasher;
 import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
+import io.kvrouter.core.selection.SelectionView;
 import java.util.Set;
 
 /** Proto ↔ domain mapping, with the request-shape validation that belongs at the edge. */
@@ -30,9 +32,11 @@ public final class ProtoMapping {
 
   /**
    * A validated domain request. The prompt length is the token count when token ids are sent, else isl_tokens (then
-   * required); sending both token ids and block hashes is malformed.
+   * required); sending both token ids and block hashes is malformed. The prompt is reduced to the sequence hashes of
+   * its full blocks here, at the edge, with the model's block size from {@code view} (null: the model is unknown and
+   * the selection will say so).
    */
-  public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook) {
+  public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook, SelectionView view) {
     int tokenCount = in.getTokenIdsCount();
     if (tokenCount > 0 && in.getBlockHashesCount() > 0) {
       throw RoutingError.invalid(RoutingError.MALFORMED, "send token_ids or block_hashes, not both").toException();
@@ -45,7 +49,7 @@ public final class ProtoMapping {
     if (isl < 0) { // a uint32 above 2^31
       isl = Integer.MAX_VALUE;
     }
-    long[] hashes = in.getBlockHashesCount() == 0 ? null : toArray(in.getBlockHashesList());
+    long[] hashes = view == null || view.blockSize() <= 0 ? null : sequenceHashes(in, isl, view.blockSize());
     SelectionRequest request = new SelectionRequest(
         in.getModel(),
         in.getRequestId(),
@@ -63,12 +67,36 @@ public final class ProtoMapping {
     return request;
   }
 
-  private static long[] toArray(java.util.List<Long> values) {
-    long[] out = new long[values.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = values.get(i);
+  private static final ThreadLocal<int[]> TOKENS = ThreadLocal.withInitial(() -> new int[4096]);
+
+  /** The request's sequence hashes: hashed from its tokens, or chained from the local block hashes it sent. */
+  private long[] sequenceHashes(RouteRequest in, int isl, int blockSize) {
+    long seed = BlockHasher.seed(in.getCacheSalt(), in.getLoraName());
+    int localCount = in.getBlockHashesCount();
+    if (localCount > 0) {
+      if (localCount > isl / blockSize) {
+        throw RoutingError.invalid(RoutingError.MALFORMED, localCount + " block_hashes for " + isl
+            + " tokens: at most " + isl / blockSize + " full blocks of " + blockSize).toException();
+      }
+      long[] local = new long[localCount];
+      for (int i = 0; i < localCount; i++) {
+        local[i] = in.getBlockHashes(i);
+      }
+      return BlockHasher.sequenceHashesFromLocal(local, seed);
     }
-    return out;
+    int count = in.getTokenIdsCount();
+    if (count == 0 || count > limits.maxTokens()) {
+      return null; // validation rejects an oversized prompt; don't hash it first
+    }
+    int[] tokens = TOKENS.get();
+    if (tokens.length < count) {
+      tokens = new int[Math.max(count, tokens.length * 2)];
+      TOKENS.set(tokens);
+    }
+    for (int i = 0; i < count; i++) {
+      tokens[i] = in.getTokenIds(i);
+    }
+    return BlockHasher.sequenceHashes(tokens, count, blockSize, seed);
   }
 
   public static void requireModel(String model) {

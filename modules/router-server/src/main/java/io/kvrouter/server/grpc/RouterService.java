@@ -9,6 +9,7 @@ import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.RouterPowerApi;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.cluster.SchedulerQueue;
 import io.kvrouter.core.selection.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.util.concurrent.CompletableFuture;
@@ -34,17 +35,18 @@ public final class RouterService implements RouterPowerApi {
   @Override
   public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
-      SelectionRequest request = mapping.toSelectionRequest(in, false);
-      return CompletableFuture.completedFuture(
-          ProtoMapping.toProto(cluster.queue(request.model()).selectWithoutAdmission(request)));
+      SchedulerQueue queue = cluster.queue(in.getModel());
+      SelectionRequest request = mapping.toSelectionRequest(in, false, queue.view());
+      return CompletableFuture.completedFuture(ProtoMapping.toProto(queue.selectWithoutAdmission(request)));
     });
   }
 
   @Override
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
-      SelectionRequest request = mapping.toSelectionRequest(in, true);
-      return cluster.queue(request.model()).book(request, Deadlines.remaining(metadata))
+      SchedulerQueue queue = cluster.queue(in.getModel());
+      SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
+      return queue.book(request, Deadlines.remaining(metadata))
           .thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
     });
   }

@@ -2,7 +2,10 @@ package io.kvrouter.server.grpc;
 
 import io.kvrouter.api.v1.Deregistered;
 import io.kvrouter.api.v1.KvEventAck;
+import io.kvrouter.api.v1.KvEvent;
 import io.kvrouter.api.v1.KvEventBatch;
+import io.kvrouter.api.v1.KvRemoved;
+import io.kvrouter.api.v1.KvStored;
 import io.kvrouter.api.v1.LoadAck;
 import io.kvrouter.api.v1.LoadReport;
 import io.kvrouter.api.v1.RankLoadReport;
@@ -10,7 +13,10 @@ import io.kvrouter.api.v1.Registered;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersPowerApi;
+import io.kvrouter.cluster.KvEventFanout;
+import io.kvrouter.cluster.KvEventRecord;
 import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.RoutingError;
@@ -66,9 +72,57 @@ public final class WorkersService implements WorkersPowerApi {
     });
   }
 
+  /** Applies the batch to this node's index of the model at once, and to the region's other nodes by pub-sub. */
   @Override
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in, Metadata metadata) {
-    return CompletableFuture.failedFuture(new RoutingError(RoutingError.Code.FAILED_PRECONDITION,
-        "KV_EVENTS_UNSUPPORTED", "this node does not index KV events yet").toException());
+    return Calls.guard(() -> {
+      ProtoMapping.requireModel(in.getModel());
+      List<KvEventRecord> events = new ArrayList<>(in.getEventsCount());
+      for (KvEvent event : in.getEventsList()) {
+        events.add(toRecord(event));
+      }
+      KvEventFanout.Applied applied = cluster.kvEvents().publish(in.getModel(), in.getWorkerId(), in.getDpRank(),
+          events);
+      return CompletableFuture.completedFuture(KvEventAck.newBuilder().setApplied(applied.applied())
+          .setGaps((int) applied.gaps()).build());
+    });
+  }
+
+  private static KvEventRecord toRecord(KvEvent event) {
+    return switch (event.getDataCase()) {
+      case STORED -> {
+        KvStored stored = event.getStored();
+        long[] blockHashes = new long[stored.getBlocksCount()];
+        long[] tokensHashes = new long[stored.getBlocksCount()];
+        for (int i = 0; i < blockHashes.length; i++) {
+          blockHashes[i] = stored.getBlocks(i).getBlockHash();
+          tokensHashes[i] = stored.getBlocks(i).getTokensHash();
+        }
+        yield new KvEventRecord(event.getEventId(), KvEventRecord.Kind.STORED, tier(stored.getStorageTier()),
+            stored.hasParentBlockHash() ? stored.getParentBlockHash() : null, blockHashes, tokensHashes);
+      }
+      case REMOVED -> {
+        KvRemoved removed = event.getRemoved();
+        long[] blockHashes = new long[removed.getBlockHashesCount()];
+        for (int i = 0; i < blockHashes.length; i++) {
+          blockHashes[i] = removed.getBlockHashes(i);
+        }
+        yield new KvEventRecord(event.getEventId(), KvEventRecord.Kind.REMOVED, tier(removed.getStorageTier()),
+            null, blockHashes, null);
+      }
+      case CLEARED -> new KvEventRecord(event.getEventId(), KvEventRecord.Kind.CLEARED, StorageTier.DEVICE, null,
+          null, null);
+      case DATA_NOT_SET -> throw RoutingError.invalid(RoutingError.MALFORMED,
+          "KV event " + event.getEventId() + " has no stored, removed or cleared data").toException();
+    };
+  }
+
+  private static StorageTier tier(io.kvrouter.api.v1.StorageTier tier) {
+    return switch (tier) {
+      case STORAGE_TIER_DEVICE -> StorageTier.DEVICE;
+      case STORAGE_TIER_HOST -> StorageTier.HOST;
+      case STORAGE_TIER_DISK -> StorageTier.DISK;
+      case UNRECOGNIZED -> throw RoutingError.invalid(RoutingError.MALFORMED, "unknown storage tier").toException();
+    };
   }
 }

@@ -16,7 +16,7 @@ import io.kvrouter.api.v1.ModelList;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.selection.RoutingError;
 import io.kvrouter.core.selection.RoutingException;
-import io.kvrouter.server.grpc.ProtoMapping;
+import io.kvrouter.server.grpc.ModelStates;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -63,9 +63,9 @@ public final class ModelRoutes implements ManagementRouteProvider {
     if (model.isEmpty() || model.get().isBlank()) {
       return error(RoutingError.invalid(RoutingError.EMPTY_MODEL, "model must not be empty"));
     }
-    return onComplete(cluster.queue(model.get()).state(READ_TIMEOUT), result -> {
+    return onComplete(ModelStates.read(cluster, model.get(), READ_TIMEOUT), result -> {
       if (result.isSuccess()) {
-        return json(StatusCodes.OK, ProtoMapping.toProto(result.get()));
+        return json(StatusCodes.OK, result.get());
       }
       Throwable failure = result.failed().get();
       Throwable cause = failure instanceof CompletionException && failure.getCause() != null

@@ -1,0 +1,23 @@
+package io.kvrouter.server.grpc;
+
+import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.indexer.ModelKvIndex;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+
+/** One model's state as Admin.GetModelState and the management routes show it: the actor's state plus the index. */
+public final class ModelStates {
+  private ModelStates() {}
+
+  public static CompletionStage<ModelState> read(RouterCluster cluster, String model, Duration remaining) {
+    ProtoMapping.requireModel(model);
+    return cluster.queue(model).state(remaining).thenApply(snapshot -> {
+      ModelKvIndex index = cluster.kvIndex(model);
+      return ProtoMapping.toProto(snapshot).toBuilder()
+          .setKvEventGaps(index.gapCount())
+          .addAllKvEventFedWorkers(index.eventFedWorkers())
+          .build();
+    });
+  }
+}
