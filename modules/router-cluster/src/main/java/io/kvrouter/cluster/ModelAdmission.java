@@ -27,6 +27,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
@@ -67,6 +68,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   /** The reference advisory path through the mailbox; used only by tests and benchmarks. */
   public record SelectOnActor(SelectionRequest request, ActorRef<SelectReply> replyTo) implements Command {}
 
+  /** A Book held back by the test-only admission delay. */
+  public record DelayedBook(Book book) implements Command {}
+
   /** Sent by the actor's timer: expires leases and queued Books past their deadline. */
   public enum ExpireLeases implements Command {
     INSTANCE
@@ -86,20 +90,25 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /** What the node gives each admission actor it hosts. */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
-      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex) {}
+      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, Duration testOnlyBookDelay) {}
 
   private final AdmissionState state;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
+  private final TimerScheduler<Command> timers;
+  private final Duration bookDelay;
 
   public static Behavior<Command> create(String model, Environment env) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
       timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
-      return new ModelAdmission(ctx, model, env);
+      return new ModelAdmission(ctx, model, env, timers);
     }));
   }
 
-  private ModelAdmission(ActorContext<Command> context, String model, Environment env) {
+  private ModelAdmission(ActorContext<Command> context, String model, Environment env,
+      TimerScheduler<Command> timers) {
     super(context);
+    this.timers = timers;
+    this.bookDelay = env.testOnlyBookDelay();
     this.state = new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
         env.registry()::publish);
     context.getLog().debug("admission for model '{}' started", model);
@@ -112,7 +121,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(Deregister.class, this::onDeregister)
         .onMessage(ReportLoad.class, this::onReportLoad)
         .onMessage(SetPolicy.class, this::onSetPolicy)
-        .onMessage(Book.class, this::onBook)
+        .onMessage(Book.class, this::onBookArrived)
+        .onMessage(DelayedBook.class, m -> onBook(m.book()))
         .onMessage(CancelBook.class, this::onCancelBook)
         .onMessage(Release.class, m -> reply(m.replyTo(), state.release(m.requestId(), m.attempt())))
         .onMessage(MarkPrefillDone.class, m -> reply(m.replyTo(), state.markPrefillDone(m.requestId(), m.attempt())))
@@ -161,6 +171,15 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     } catch (RoutingException e) {
       return reply(m.replyTo(), new PolicyReply(null, 0, e.error()));
     }
+  }
+
+  private Behavior<Command> onBookArrived(Book m) {
+    if (bookDelay.isZero()) {
+      return onBook(m);
+    }
+    // test-only: lets interoperability tests see a Book outlive its caller's deadline
+    timers.startSingleTimer(m.nonce(), new DelayedBook(m), bookDelay);
+    return this;
   }
 
   private Behavior<Command> onBook(Book m) {

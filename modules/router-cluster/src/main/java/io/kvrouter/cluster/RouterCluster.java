@@ -52,7 +52,7 @@ public final class RouterCluster {
     Function<String, ModelKvIndex> kvIndex = model -> kvIndexes.computeIfAbsent(model,
         m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(), 0.8, clock::millis));
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply);
+        config.expiryInterval(), kvIndex::apply, config.testOnlyBookDelay());
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle.
     ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
