@@ -1,28 +1,56 @@
 package io.kvrouter.core.policy;
 
 import io.kvrouter.core.selection.Candidates;
+import java.util.concurrent.atomic.AtomicLong;
 
-/** Picker implementations for each {@link Policy}, created fresh or restored from a {@link PickerState}. */
+/**
+ * Picker implementations for each {@link Policy}.
+ *
+ * <p>The state of a picker is (seed, pick counter). Each pick takes the next number from the counter and draws its
+ * randomness from (seed, pick number, draw index) through a stateless mixer; the round-robin cursor is the counter
+ * itself. So restoring (seed, counter) replays the same picks — what the parity tests rely on — and a picker whose
+ * counter is atomic needs no lock: {@link #create} gives those. {@link #createLocked} gives the same pickers with a
+ * plain counter, the shape of a stateful custom picker that must keep the lock (benchmarks compare the two).
+ */
 public final class Pickers {
   private Pickers() {}
 
   public static Picker create(Policy policy, PickerState state) {
-    return switch (policy) {
-      case ROUND_ROBIN -> new RoundRobin(state);
-      case RANDOM -> new Uniform(state);
-      case LEAST_IN_FLIGHT -> new MinCost(state);
-      case POWER_OF_TWO -> new PowerOfTwo(state);
-      case KV -> new Kv(state);
-    };
+    return new BuiltIn(policy, state, true);
   }
 
-  /** A fresh picker seeded from {@code seed}. */
+  /** A fresh built-in picker seeded from {@code seed}. */
   public static Picker create(Policy policy, long seed) {
     return create(policy, new PickerState(seed, 0));
   }
 
-  /** Minimum cost; ties broken uniformly at random by reservoir sampling (the k-th tie wins with probability 1/k). */
-  static int minCostReservoir(Candidates c, SplitMix64 rng) {
+  /** The same picker with a plain counter: not thread-safe, so its slot keeps the lock. */
+  public static Picker createLocked(Policy policy, PickerState state) {
+    return new BuiltIn(policy, state, false);
+  }
+
+  /** One uniformly distributed 64-bit draw for (seed, pick, draw): the SplitMix64 finalizer over a unique input. */
+  static long draw(long seed, long pick, int draw) {
+    long z = seed + pick * 0x9E3779B97F4A7C15L + (draw + 1) * 0xD1B54A32D192ED03L;
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    return z ^ (z >>> 31);
+  }
+
+  /** Uniform in [0, bound) from a 64-bit draw. */
+  static int below(long random, int bound) {
+    return (int) (((random >>> 32) * bound) >>> 32);
+  }
+
+  /** Uniform in [0, 1) from a 64-bit draw. */
+  static double unit(long random) {
+    return (random >>> 11) * 0x1.0p-53;
+  }
+
+  /**
+   * Minimum cost; ties broken uniformly at random by reservoir sampling (the k-th tie wins with probability 1/k).
+   */
+  static int minCostReservoir(Candidates c, long seed, long pick) {
     int best = 0;
     double bestCost = c.cost(0);
     int ties = 1;
@@ -32,7 +60,7 @@ public final class Pickers {
         best = i;
         bestCost = cost;
         ties = 1;
-      } else if (cost == bestCost && rng.nextInt(++ties) == 0) {
+      } else if (cost == bestCost && below(draw(seed, pick, ties), ++ties) == 0) {
         best = i;
       }
     }
@@ -41,9 +69,9 @@ public final class Pickers {
 
   /**
    * Softmax over range-normalised negated costs: p_i ∝ exp(-(c_i - min) / ((max - min) · T)); uniform when all costs
-   * are equal. Sampling uses the per-call scratch in {@code c}.
+   * are equal. Weights go to the per-call scratch in {@code c}.
    */
-  static int softmax(Candidates c, double temperature, SplitMix64 rng) {
+  static int softmax(Candidates c, double temperature, long random) {
     int n = c.size();
     double min = Double.POSITIVE_INFINITY;
     double max = Double.NEGATIVE_INFINITY;
@@ -53,7 +81,7 @@ public final class Pickers {
     }
     double range = max - min;
     if (!(range > 0) || Double.isInfinite(range)) {
-      return rng.nextInt(n);
+      return below(random, n);
     }
     double[] weights = c.scratchWeights();
     double total = 0;
@@ -62,7 +90,7 @@ public final class Pickers {
       weights[i] = w;
       total += w;
     }
-    double u = rng.nextDouble() * total;
+    double u = unit(random) * total;
     double cumulative = 0;
     for (int i = 0; i < n; i++) {
       cumulative += weights[i];
@@ -73,94 +101,60 @@ public final class Pickers {
     return n - 1;
   }
 
-  private abstract static class Seeded implements Picker {
-    final SplitMix64 rng;
-    final long cursor;
+  static int powerOfTwo(Candidates c, long first, long second) {
+    int n = c.size();
+    if (n == 1) {
+      return 0;
+    }
+    int a = below(first, n);
+    int b = below(second, n - 1);
+    if (b >= a) {
+      b++;
+    }
+    return c.cost(b) < c.cost(a) ? b : a;
+  }
 
-    Seeded(PickerState state) {
-      this.rng = new SplitMix64(state.rngState());
-      this.cursor = state.cursor();
+  /** Every built-in policy: least_in_flight's cost is the in-flight count, kv's is Dynamo's cost. */
+  private static final class BuiltIn implements Picker {
+    private final Policy policy;
+    private final long seed;
+    private final boolean lockFree;
+    private final AtomicLong atomicPicks;
+    private long plainPicks;
+
+    BuiltIn(Policy policy, PickerState state, boolean lockFree) {
+      this.policy = policy;
+      this.seed = state.rngState();
+      this.lockFree = lockFree;
+      this.atomicPicks = new AtomicLong(state.cursor());
+      this.plainPicks = state.cursor();
+    }
+
+    private long nextPick() {
+      return lockFree ? atomicPicks.getAndIncrement() : plainPicks++;
+    }
+
+    @Override
+    public int pick(Candidates c) {
+      long pick = nextPick();
+      return switch (policy) {
+        case ROUND_ROBIN -> (int) Math.floorMod(pick, (long) c.size());
+        case RANDOM -> below(draw(seed, pick, 0), c.size());
+        case LEAST_IN_FLIGHT -> minCostReservoir(c, seed, pick);
+        case POWER_OF_TWO -> powerOfTwo(c, draw(seed, pick, 0), draw(seed, pick, 1));
+        case KV -> c.temperature() > 0 ? softmax(c, c.temperature(), draw(seed, pick, 0))
+            : minCostReservoir(c, seed, pick);
+      };
     }
 
     @Override
     public PickerState state() {
-      return new PickerState(rng.state(), cursor);
-    }
-  }
-
-  private static final class RoundRobin implements Picker {
-    private final long rngState;
-    private long cursor;
-
-    RoundRobin(PickerState state) {
-      this.rngState = state.rngState();
-      this.cursor = state.cursor();
+      return new PickerState(seed, lockFree ? atomicPicks.get() : plainPicks);
     }
 
     @Override
-    public int pick(Candidates c) {
-      return (int) Math.floorMod(cursor++, (long) c.size());
-    }
-
-    @Override
-    public PickerState state() {
-      return new PickerState(rngState, cursor);
-    }
-  }
-
-  private static final class Uniform extends Seeded {
-    Uniform(PickerState state) {
-      super(state);
-    }
-
-    @Override
-    public int pick(Candidates c) {
-      return rng.nextInt(c.size());
-    }
-  }
-
-  /** least_in_flight: the cost is the rank's in-flight count. */
-  private static final class MinCost extends Seeded {
-    MinCost(PickerState state) {
-      super(state);
-    }
-
-    @Override
-    public int pick(Candidates c) {
-      return minCostReservoir(c, rng);
-    }
-  }
-
-  private static final class PowerOfTwo extends Seeded {
-    PowerOfTwo(PickerState state) {
-      super(state);
-    }
-
-    @Override
-    public int pick(Candidates c) {
-      int n = c.size();
-      if (n == 1) {
-        return 0;
-      }
-      int first = rng.nextInt(n);
-      int second = rng.nextInt(n - 1);
-      if (second >= first) {
-        second++;
-      }
-      return c.cost(second) < c.cost(first) ? second : first;
-    }
-  }
-
-  /** kv: temperature 0 picks the minimum cost (random tie-break), above 0 samples the softmax. */
-  private static final class Kv extends Seeded {
-    Kv(PickerState state) {
-      super(state);
-    }
-
-    @Override
-    public int pick(Candidates c) {
-      double temperature = c.temperature();
-      return temperature > 0 ? softmax(c, temperature, rng) : minCostReservoir(c, rng);
+    public boolean threadSafe() {
+      return lockFree;
     }
   }
 }

@@ -92,4 +92,48 @@ class PickersTest {
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> config.with(null, Map.of("bogus", "1")))
         .hasMessageContaining("bogus");
   }
+
+  @Test
+  void builtInPickersAreLockFreeAndCustomStatefulOnesKeepTheLock() {
+    assertThat(new PickerSlot(Policy.KV, new PickerState(1, 0)).lockFree()).isTrue();
+    assertThat(new PickerSlot(Pickers.createLocked(Policy.KV, new PickerState(1, 0))).lockFree()).isFalse();
+  }
+
+  /** The locked and lock-free forms of a policy differ only in how the pick counter advances. */
+  @Test
+  void lockedAndLockFreePickersPickAlikeFromTheSameState() {
+    Candidates c = CandidatesForTests.withCosts(3, 1, 1, 2, 1);
+    for (Policy policy : Policy.values()) {
+      Picker lockFree = Pickers.create(policy, new PickerState(77, 5));
+      Picker locked = Pickers.createLocked(policy, new PickerState(77, 5));
+      for (int i = 0; i < 200; i++) {
+        assertThat(lockFree.pick(c)).as("%s pick %d", policy, i).isEqualTo(locked.pick(c));
+      }
+      assertThat(lockFree.state()).isEqualTo(locked.state());
+    }
+  }
+
+  /** Concurrent round-robin picks without a lock still hand out every cursor value exactly once. */
+  @Test
+  void lockFreeRoundRobinSplitsExactlyAcrossThreads() throws Exception {
+    PickerSlot slot = new PickerSlot(Policy.ROUND_ROBIN, new PickerState(0, 0));
+    java.util.concurrent.atomic.AtomicIntegerArray counts = new java.util.concurrent.atomic.AtomicIntegerArray(4);
+    Thread[] threads = new Thread[4];
+    for (int t = 0; t < threads.length; t++) {
+      threads[t] = new Thread(() -> {
+        Candidates c = CandidatesForTests.withCosts(0, 0, 0, 0);
+        for (int i = 0; i < 10_000; i++) {
+          counts.incrementAndGet(slot.pick(c));
+        }
+      });
+      threads[t].start();
+    }
+    for (Thread thread : threads) {
+      thread.join(30_000);
+    }
+    for (int i = 0; i < 4; i++) {
+      assertThat(counts.get(i)).isEqualTo(10_000);
+    }
+    assertThat(slot.state().cursor()).isEqualTo(40_000);
+  }
 }
