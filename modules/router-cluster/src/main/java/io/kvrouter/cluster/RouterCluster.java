@@ -24,6 +24,7 @@ public final class RouterCluster {
   private final AdmissionConfig config;
   private final Function<String, ModelKvIndex> kvIndex;
   private final KvEventFanout kvEvents;
+  private final String region;
   private final ConcurrentHashMap<String, SchedulerQueue> queues = new ConcurrentHashMap<>();
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, Clock clock, AdmissionConfig config,
@@ -34,6 +35,12 @@ public final class RouterCluster {
     this.config = config;
     this.kvIndex = kvIndex;
     this.kvEvents = kvEvents;
+    this.region = org.apache.pekko.cluster.typed.Cluster.get(kvEvents.system()).selfMember().dataCenter();
+  }
+
+  /** This node's region (its Pekko data center); workers registered without a region belong to it. */
+  public String region() {
+    return region;
   }
 
   /** This node's KV index of a model (event-fed per worker once it publishes, approximate before). */

@@ -140,10 +140,12 @@ public final class ProtoMapping {
         .build();
   }
 
-  public static WorkerConfig toWorkerConfig(WorkerRegistration in) {
+  /** A worker registered without a region belongs to {@code defaultRegion} (the registering node's). */
+  public static WorkerConfig toWorkerConfig(WorkerRegistration in, String defaultRegion) {
     requireModel(in.getModel());
+    String region = in.getRegion().isEmpty() ? defaultRegion : in.getRegion();
     return new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(), in.getMaxNumBatchedTokens(),
-        in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), in.getRegion(), toRole(in.getRole()));
+        in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region, toRole(in.getRole()));
   }
 
   public static WorkerRegistration toProto(String model, WorkerConfig config) {

@@ -40,7 +40,7 @@ public final class WorkersService implements WorkersPowerApi {
   @Override
   public CompletionStage<Registered> register(WorkerRegistration in, Metadata metadata) {
     return Calls.guard(() -> {
-      WorkerConfig config = ProtoMapping.toWorkerConfig(in);
+      WorkerConfig config = ProtoMapping.toWorkerConfig(in, cluster.region());
       config.validate();
       return cluster.queue(in.getModel()).register(config, Deadlines.remaining(metadata))
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
