@@ -12,12 +12,12 @@ public final class ModelStates {
 
   public static CompletionStage<ModelState> read(RouterCluster cluster, String model, Duration remaining) {
     ProtoMapping.requireModel(model);
-    return cluster.queue(model).state(remaining).thenApply(snapshot -> {
+    return cluster.queue(model).state(remaining).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())
           .build();
-    });
+    }, Runnable::run);
   }
 }
