@@ -193,6 +193,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   }
 
   private Behavior<Command> onCancelBook(CancelBook m) {
+    timers.cancel(m.nonce()); // a Book still held by the test-only delay
     if (state.cancelBook(m.requestId(), m.nonce())) {
       queued.remove(m.nonce());
     }

@@ -193,6 +193,11 @@ public final class AdmissionState {
    */
   public BookOutcome book(SelectionRequest request, long nonce, long deadlineMillis) {
     long now = clock.millis();
+    if (deadlineMillis > 0 && now >= deadlineMillis) {
+      // the caller has given up (its ask timed out): booking now would leave a booking nobody releases
+      return new BookOutcome.Rejected(new RoutingError(RoutingError.Code.DEADLINE_EXCEEDED,
+          RoutingError.ADMISSION_TIMEOUT, "the Book reached admission after its deadline"));
+    }
     Booking live = bookings.get(request.requestId());
     if (live != null) {
       live.nonce = nonce;

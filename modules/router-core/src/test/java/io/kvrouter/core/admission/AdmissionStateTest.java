@@ -231,6 +231,14 @@ class AdmissionStateTest {
   }
 
   @Test
+  void aBookArrivingAfterItsDeadlineBooksNothing() {
+    BookOutcome late = state.book(SelectionRequest.of("m", "late", 64), 1, clock.millis());
+    assertThat(late).isInstanceOfSatisfying(BookOutcome.Rejected.class,
+        r -> assertThat(r.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED));
+    assertThat(state.liveBookings()).isZero();
+  }
+
+  @Test
   void cancelBookDropsAQueuedEntry() {
     state.setPolicy(null, Map.of("queue_threshold_frac", "0.0"));
     book("busy-a", 1);
