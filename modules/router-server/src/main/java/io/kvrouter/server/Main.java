@@ -5,7 +5,8 @@ import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
-import io.kvrouter.server.grpc.GrpcServer;
+import io.kvrouter.server.transport.GrpcServices;
+import io.kvrouter.server.transport.GrpcTransport;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.ForkJoinPool;
@@ -15,7 +16,6 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.Uri;
 import org.apache.pekko.management.javadsl.PekkoManagement;
 import org.slf4j.Logger;
@@ -56,15 +56,15 @@ public final class Main {
       }
       RouterCluster routing = RouterCluster.init(system, clock);
       RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"));
-      Config grpc = config.getConfig("kvrouter.grpc");
-      ServerBinding binding = await(GrpcServer.bind(system, grpc.getString("host"), grpc.getInt("port"),
-          GrpcServer.handler(system, routing, limits, grpc.getBytes("max-message-bytes"),
-              () -> cluster.selfMember().status() == MemberStatus.up())));
-      binding.addToCoordinatedShutdown(Duration.ofSeconds(3), system);
-      InetSocketAddress grpcAddress = binding.localAddress();
+      // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
+      GrpcServices services = GrpcServices.create(routing, limits,
+          () -> cluster.selfMember().status() == MemberStatus.up());
+      GrpcTransport.Bound grpc = await(GrpcTransport.start(system, GrpcTransport.Settings.fromConfig(config),
+          services));
+      InetSocketAddress grpcAddress = grpc.address();
       Uri management = await(PekkoManagement.get(system).start());
-      log.info("kvrouter gRPC on {}:{}, management on {}", grpcAddress.getHostString(), grpcAddress.getPort(),
-          management);
+      log.info("kvrouter gRPC ({} binding) on {}:{}, management on {}", grpc.binding().configName(),
+          grpcAddress.getHostString(), grpcAddress.getPort(), management);
       return new RouterNode(system, routing, grpcAddress.getHostString(), grpcAddress.getPort(),
           management.host().address(), management.port());
     } catch (RuntimeException e) {

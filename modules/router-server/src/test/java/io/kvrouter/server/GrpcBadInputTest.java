@@ -14,27 +14,36 @@ import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.RankLoadReport;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.WorkerKey;
+import io.kvrouter.server.transport.Binding;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.AfterParameterizedClassInvocation;
+import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** Bad input over real gRPC: the status and reason of DESIGN.md §3, and the model's state left as it was. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(Binding.class)
 class GrpcBadInputTest {
   private static final String MODEL = "bad-input";
   private static TestRouter router;
 
-  @BeforeAll
-  static void start() {
-    router = TestRouter.start("kvrouter.grpc.max-message-bytes = 1048576");
+  @Parameter
+  Binding binding;
+
+  @BeforeParameterizedClassInvocation
+  static void start(Binding binding) {
+    router = TestRouter.start(binding, "kvrouter.grpc.max-message-bytes = 1048576");
     join(router.workers.register(worker(MODEL, "w1").build()));
     join(router.workers.register(worker(MODEL, "w2").build()));
     join(router.router.book(RouteRequest.newBuilder().setModel(MODEL).setRequestId("live").setIslTokens(64).build()));
   }
 
-  @AfterAll
+  @AfterParameterizedClassInvocation
   static void stop() {
     router.close();
   }

@@ -19,25 +19,34 @@ import io.kvrouter.api.v1.Selection;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.StoredBlock;
 import io.kvrouter.core.hashing.BlockHasher;
+import io.kvrouter.server.transport.Binding;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.AfterParameterizedClassInvocation;
+import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** KV-aware routing over real gRPC: events steer Selects to the worker holding the prefix, per DESIGN.md §4. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(Binding.class)
 class KvRoutingEndToEndTest {
   private static final int BLOCK = 16;
   private static final int[] PROMPT = IntStream.range(0, 64).map(i -> 1000 + 7 * i).toArray();
   private static TestRouter router;
 
-  @BeforeAll
-  static void start() {
-    router = TestRouter.start();
+  @Parameter
+  Binding binding;
+
+  @BeforeParameterizedClassInvocation
+  static void start(Binding binding) {
+    router = TestRouter.start(binding);
   }
 
-  @AfterAll
+  @AfterParameterizedClassInvocation
   static void stop() {
     router.close();
   }

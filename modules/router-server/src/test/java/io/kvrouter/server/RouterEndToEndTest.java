@@ -15,6 +15,7 @@ import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.api.v1.SetPolicyRequest;
+import io.kvrouter.server.transport.Binding;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -23,24 +24,32 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.apache.pekko.grpc.GrpcClientSettings;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.AfterParameterizedClassInvocation;
+import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
+import org.junit.jupiter.params.Parameter;
+import org.junit.jupiter.params.ParameterizedClass;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** Register, select, book, release over real gRPC; the management routes show what those calls produced. */
+@ParameterizedClass(name = "{0}")
+@EnumSource(Binding.class)
 class RouterEndToEndTest {
   private static final String MODEL = "org/name-7b";
   private static TestRouter router;
   private static final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  @BeforeAll
-  static void start() {
-    router = TestRouter.start();
+  @Parameter
+  Binding binding;
+
+  @BeforeParameterizedClassInvocation
+  static void start(Binding binding) {
+    router = TestRouter.start(binding);
     join(router.workers.register(worker(MODEL, "w1").build()));
     join(router.workers.register(worker(MODEL, "w2").build()));
   }
 
-  @AfterAll
+  @AfterParameterizedClassInvocation
   static void stop() {
     router.close();
   }

@@ -11,6 +11,7 @@ import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RouterClient;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersClient;
+import io.kvrouter.server.transport.Binding;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -40,6 +41,16 @@ public final class TestRouter implements AutoCloseable {
     this.admin = AdminClient.create(settings, node.system());
   }
 
+  /** A node serving gRPC with {@code binding}. */
+  public static TestRouter start(Binding binding, String config) {
+    return start(config + "\nkvrouter.grpc.binding = \"" + binding.configName() + "\"\n");
+  }
+
+  public static TestRouter start(Binding binding) {
+    return start(binding, "");
+  }
+
+  /** A node with the configured default binding. */
   public static TestRouter start(String config) {
     RouterNode node = Main.init(ConfigFactory.parseString(config + """
 

@@ -16,7 +16,7 @@ public final class Deadlines {
   }
 
   /** Parses the gRPC wire form: up to 8 digits and a unit H, M, S, m, u or n. */
-  static Duration parse(String value) {
+  public static Duration parse(String value) {
     if (value.length() < 2 || value.length() > 9) {
       throw malformed(value);
     }

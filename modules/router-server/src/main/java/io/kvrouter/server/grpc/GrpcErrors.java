@@ -1,15 +1,20 @@
 package io.kvrouter.server.grpc;
 
 import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.kvrouter.core.selection.RoutingError;
 import io.kvrouter.core.selection.RoutingException;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.grpc.GrpcServiceException;
 import org.apache.pekko.grpc.Trailers;
 import org.apache.pekko.grpc.javadsl.GrpcExceptionHandler;
+import org.apache.pekko.grpc.javadsl.BytesEntry;
 import org.apache.pekko.grpc.javadsl.MetadataBuilder;
+import org.apache.pekko.grpc.javadsl.MetadataEntry;
+import org.apache.pekko.grpc.javadsl.StringEntry;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
 
 /**
@@ -18,6 +23,9 @@ import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
  */
 public final class GrpcErrors {
   public static final String REASON_KEY = "kvrouter-reason";
+  /** The reason trailer for grpc-java (the NETTY binding and clients). */
+  public static final io.grpc.Metadata.Key<String> REASON =
+      io.grpc.Metadata.Key.of(REASON_KEY, io.grpc.Metadata.ASCII_STRING_MARSHALLER);
 
   private GrpcErrors() {}
 
@@ -40,10 +48,32 @@ public final class GrpcErrors {
         new MetadataBuilder().addText(REASON_KEY, error.reason()).build());
   }
 
+  /** RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE, for a request over {@code limit} bytes (on every binding). */
+  public static RoutingError messageTooLarge(long limit) {
+    return new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
+        "request message larger than the server's limit of " + limit + " bytes");
+  }
+
   /** The exception handler given to every generated service handler. */
   public static org.apache.pekko.japi.Function<ActorSystem, org.apache.pekko.japi.Function<Throwable, Trailers>>
       handler() {
-    return system -> failure -> toTrailers(failure, system);
+    return system -> failure -> forPekkoGrpc(toTrailers(failure, system));
+  }
+
+  /**
+   * Pekko gRPC 1.1.1 builds its grpc-message header through the header's parser, which percent-decodes the text it
+   * is given (and turns every non-ASCII character into '?' when the text holds a '%'), then percent-encodes it when
+   * rendering. Handing it the already encoded description (plain ASCII) makes that round trip exact, so any message
+   * arrives intact. TransportTest checks this on every binding.
+   */
+  private static Trailers forPekkoGrpc(Trailers trailers) {
+    String description = trailers.getStatus().getDescription();
+    if (description == null) {
+      return trailers;
+    }
+    String encoded = percentEncode(description);
+    return encoded.equals(description) ? trailers
+        : new Trailers(trailers.getStatus().withDescription(encoded), trailers.getMetadata());
   }
 
   static Trailers toTrailers(Throwable failure, ActorSystem system) throws Exception {
@@ -52,13 +82,64 @@ public final class GrpcErrors {
       return trailers(routing.error());
     }
     if (cause instanceof EntityStreamSizeException tooLarge) {
-      return trailers(new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
-          "request message larger than the server's limit of " + tooLarge.limit() + " bytes"));
+      return trailers(messageTooLarge(tooLarge.limit()));
     }
     if (cause instanceof GrpcServiceException grpc) {
       return new Trailers(grpc.status(), grpc.getMetadata());
     }
     return GrpcExceptionHandler.defaultMapper().apply(system).apply(cause);
+  }
+
+  /**
+   * The same mapping as {@link #handler()}, as a grpc-java status with its trailers, for the bindings that do not
+   * run Pekko gRPC's handlers (NETTY answers with it; PEKKO_FAST renders it as headers).
+   */
+  public static StatusRuntimeException toStatusException(Throwable failure, ActorSystem system) {
+    Trailers trailers;
+    try {
+      trailers = toTrailers(failure, system);
+    } catch (Exception e) {
+      trailers = new Trailers(Status.INTERNAL.withDescription("failure while mapping " + failure));
+    }
+    io.grpc.Metadata metadata = new io.grpc.Metadata();
+    for (var entry : trailers.getMetadata().asList()) {
+      String key = entry.first();
+      MetadataEntry value = entry.second();
+      if (value instanceof StringEntry text) {
+        metadata.put(io.grpc.Metadata.Key.of(key, io.grpc.Metadata.ASCII_STRING_MARSHALLER), text.getValue());
+      } else if (value instanceof BytesEntry bytes) {
+        metadata.put(io.grpc.Metadata.Key.of(key, io.grpc.Metadata.BINARY_BYTE_MARSHALLER),
+            bytes.getValue().toArray());
+      }
+    }
+    return trailers.getStatus().asRuntimeException(metadata);
+  }
+
+  /**
+   * Percent-encodes a grpc-message per the gRPC HTTP/2 spec: the UTF-8 bytes outside printable ASCII (0x20–0x7E),
+   * and '%' itself, as %XX.
+   */
+  public static String percentEncode(String message) {
+    boolean plain = true;
+    for (int i = 0; i < message.length() && plain; i++) {
+      char c = message.charAt(i);
+      plain = c >= ' ' && c <= '~' && c != '%';
+    }
+    if (plain) {
+      return message;
+    }
+    byte[] utf8 = message.getBytes(StandardCharsets.UTF_8);
+    StringBuilder out = new StringBuilder(utf8.length * 2);
+    for (byte b : utf8) {
+      int v = b & 0xff;
+      if (v >= ' ' && v <= '~' && v != '%') {
+        out.append((char) v);
+      } else {
+        out.append('%').append(Character.toUpperCase(Character.forDigit(v >>> 4, 16)))
+            .append(Character.toUpperCase(Character.forDigit(v & 0xf, 16)));
+      }
+    }
+    return out.toString();
   }
 
   private static Throwable unwrap(Throwable failure) {

@@ -21,21 +21,33 @@ import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.settings.ServerSettings;
 import org.apache.pekko.japi.function.Function;
 
-/** Serves Router, Workers, Admin, health and reflection on the one gRPC port (Pekko gRPC's handlers). */
+/**
+ * Pekko gRPC's stock handlers for Router, Workers, Admin, health and reflection on the one gRPC port: the whole of
+ * the PEKKO binding, and what the PEKKO_FAST binding falls back to ({@code io.kvrouter.server.transport} picks the
+ * binding).
+ */
 public final class GrpcServer {
   private GrpcServer() {}
 
   public static Function<HttpRequest, CompletionStage<HttpResponse>> handler(ActorSystem<?> system,
       RouterCluster cluster, RequestLimits limits, long maxMessageBytes, BooleanSupplier serving) {
+    return handler(system, new RouterService(cluster, new ProtoMapping(limits)), new WorkersService(cluster),
+        new AdminService(cluster), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving),
+        maxMessageBytes);
+  }
+
+  /** The stock handler over the given service objects (the same ones the other bindings call). */
+  public static Function<HttpRequest, CompletionStage<HttpResponse>> handler(ActorSystem<?> system,
+      RouterService router, WorkersService workers, AdminService admin, HealthService health, long maxMessageBytes) {
     var errors = GrpcErrors.handler();
     Function<HttpRequest, CompletionStage<HttpResponse>> services = ServiceHandler.concatOrNotFound(
-        RouterPowerApiHandlerFactory.create(new RouterService(cluster, new ProtoMapping(limits)), errors, system),
-        WorkersPowerApiHandlerFactory.create(new WorkersService(cluster), errors, system),
-        AdminPowerApiHandlerFactory.create(new AdminService(cluster), errors, system),
-        HealthPowerApiHandlerFactory.create(
-            new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving), errors, system),
+        RouterPowerApiHandlerFactory.create(router, errors, system),
+        WorkersPowerApiHandlerFactory.create(workers, errors, system),
+        AdminPowerApiHandlerFactory.create(admin, errors, system),
+        HealthPowerApiHandlerFactory.create(health, errors, system),
         ServerReflection.create(
             List.of(Router.description, Workers.description, Admin.description, Health.description), system));
     // 5 bytes of gRPC framing per unary message
@@ -45,5 +57,10 @@ public final class GrpcServer {
   public static CompletionStage<ServerBinding> bind(ActorSystem<?> system, String host, int port,
       Function<HttpRequest, CompletionStage<HttpResponse>> handler) {
     return Http.get(system).newServerAt(host, port).bind(handler);
+  }
+
+  public static CompletionStage<ServerBinding> bind(ActorSystem<?> system, String host, int port,
+      ServerSettings settings, Function<HttpRequest, CompletionStage<HttpResponse>> handler) {
+    return Http.get(system).newServerAt(host, port).withSettings(settings).bind(handler);
   }
 }

@@ -12,6 +12,8 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.cluster.SchedulerQueue;
 import io.kvrouter.core.selection.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.admission.BookingAnswer;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
@@ -20,6 +22,10 @@ import org.apache.pekko.grpc.javadsl.Metadata;
 /**
  * kvrouter.v1.Router. Select is answered on the handler's thread from the node's view; Book and the booking
  * mutations go through the model's admission actor with the caller's deadline.
+ *
+ * <p>Every binding calls the same methods: the power-API methods read the deadline from the request metadata and
+ * delegate to the overloads that take the remaining deadline ({@code null}: the caller sent none), which the other
+ * bindings ({@link io.kvrouter.server.transport.Binding}) call directly.
  */
 public final class RouterService implements RouterPowerApi {
   private static final Executor SAME_THREAD = Runnable::run;
@@ -34,6 +40,11 @@ public final class RouterService implements RouterPowerApi {
 
   @Override
   public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
+    return select(in);
+  }
+
+  /** Advisory: answered on the calling thread; never reads a deadline. */
+  public CompletionStage<Selection> select(RouteRequest in) {
     return Calls.guard(() -> {
       SchedulerQueue queue = cluster.queue(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, false, queue.view());
@@ -43,32 +54,55 @@ public final class RouterService implements RouterPowerApi {
 
   @Override
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
+    return Calls.guard(() -> book(in, Deadlines.remaining(metadata)));
+  }
+
+  /**
+   * Books through the admission actor. Cancelling the returned future (a binding does when its call is cancelled)
+   * cancels the facade's, which then sends CancelBook for whatever this call booked.
+   */
+  public CompletionStage<Booking> book(RouteRequest in, Duration remaining) {
     return Calls.guard(() -> {
       SchedulerQueue queue = cluster.queue(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
-      return queue.book(request, Deadlines.remaining(metadata))
-          .thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
+      CompletableFuture<BookingAnswer> booking = queue.book(request, remaining);
+      CompletableFuture<Booking> answer = booking.thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
+      answer.whenComplete((done, failure) -> {
+        if (answer.isCancelled()) {
+          booking.cancel(false);
+        }
+      });
+      return answer;
     });
   }
 
   @Override
   public CompletionStage<Released> release(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> cluster.queue(checked(in)).release(in.getRequestId(), in.getAttempt(),
-            Deadlines.remaining(metadata))
+    return Calls.guard(() -> release(in, Deadlines.remaining(metadata)));
+  }
+
+  public CompletionStage<Released> release(BookingRef in, Duration remaining) {
+    return Calls.guard(() -> cluster.queue(checked(in)).release(in.getRequestId(), in.getAttempt(), remaining)
         .thenApplyAsync(r -> Released.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
   }
 
   @Override
   public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> cluster.queue(checked(in)).markPrefillDone(in.getRequestId(), in.getAttempt(),
-            Deadlines.remaining(metadata))
+    return Calls.guard(() -> markPrefillDone(in, Deadlines.remaining(metadata)));
+  }
+
+  public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Duration remaining) {
+    return Calls.guard(() -> cluster.queue(checked(in)).markPrefillDone(in.getRequestId(), in.getAttempt(), remaining)
         .thenApplyAsync(r -> PrefillMarked.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
   }
 
   @Override
   public CompletionStage<Renewed> renew(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> cluster.queue(checked(in)).renew(in.getRequestId(), in.getAttempt(),
-            Deadlines.remaining(metadata))
+    return Calls.guard(() -> renew(in, Deadlines.remaining(metadata)));
+  }
+
+  public CompletionStage<Renewed> renew(BookingRef in, Duration remaining) {
+    return Calls.guard(() -> cluster.queue(checked(in)).renew(in.getRequestId(), in.getAttempt(), remaining)
         .thenApplyAsync(r -> Renewed.newBuilder().setApplied(r.applied())
             .setLeaseExpiresUnixMs(r.leaseExpiresAtMillis()).build(), SAME_THREAD));
   }

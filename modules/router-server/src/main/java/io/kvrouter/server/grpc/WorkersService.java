@@ -20,6 +20,7 @@ import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.RoutingError;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -27,7 +28,10 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
-/** kvrouter.v1.Workers: membership and engine-reported load, all through the model's admission actor. */
+/**
+ * kvrouter.v1.Workers: membership and engine-reported load, all through the model's admission actor. The power-API
+ * methods read the deadline from the metadata and delegate to the overloads every other binding calls.
+ */
 public final class WorkersService implements WorkersPowerApi {
   private static final Executor SAME_THREAD = Runnable::run;
 
@@ -39,10 +43,14 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<Registered> register(WorkerRegistration in, Metadata metadata) {
+    return Calls.guard(() -> register(in, Deadlines.remaining(metadata)));
+  }
+
+  public CompletionStage<Registered> register(WorkerRegistration in, Duration remaining) {
     return Calls.guard(() -> {
       WorkerConfig config = ProtoMapping.toWorkerConfig(in, cluster.region());
       config.validate();
-      return cluster.queue(in.getModel()).register(config, Deadlines.remaining(metadata))
+      return cluster.queue(in.getModel()).register(config, remaining)
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
               .build(), SAME_THREAD);
     });
@@ -50,9 +58,13 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<Deregistered> deregister(WorkerKey in, Metadata metadata) {
+    return Calls.guard(() -> deregister(in, Deadlines.remaining(metadata)));
+  }
+
+  public CompletionStage<Deregistered> deregister(WorkerKey in, Duration remaining) {
     return Calls.guard(() -> {
       ProtoMapping.requireModel(in.getModel());
-      return cluster.queue(in.getModel()).deregister(in.getWorkerId(), Deadlines.remaining(metadata))
+      return cluster.queue(in.getModel()).deregister(in.getWorkerId(), remaining)
           .thenApplyAsync(dropped -> Deregistered.newBuilder().setApplied(true).setDroppedBookings(dropped)
               .build(), SAME_THREAD);
     });
@@ -60,6 +72,10 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<LoadAck> reportLoad(LoadReport in, Metadata metadata) {
+    return Calls.guard(() -> reportLoad(in, Deadlines.remaining(metadata)));
+  }
+
+  public CompletionStage<LoadAck> reportLoad(LoadReport in, Duration remaining) {
     return Calls.guard(() -> {
       ProtoMapping.requireModel(in.getModel());
       List<RankReport> ranks = new ArrayList<>(in.getRanksCount());
@@ -67,7 +83,7 @@ public final class WorkersService implements WorkersPowerApi {
         ranks.add(new RankReport(r.getDpRank(), r.getActiveDecodeBlocks(), r.getActivePrefillTokens(),
             r.getWaitingRequests()));
       }
-      return cluster.queue(in.getModel()).reportLoad(in.getWorkerId(), ranks, Deadlines.remaining(metadata))
+      return cluster.queue(in.getModel()).reportLoad(in.getWorkerId(), ranks, remaining)
           .thenApplyAsync(done -> LoadAck.newBuilder().setApplied(true).build(), SAME_THREAD);
     });
   }
@@ -75,6 +91,11 @@ public final class WorkersService implements WorkersPowerApi {
   /** Applies the batch to this node's index of the model at once, and to the region's other nodes by pub-sub. */
   @Override
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in, Metadata metadata) {
+    return publishKvEvents(in);
+  }
+
+  /** Applied on the calling thread; reads no deadline. */
+  public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in) {
     return Calls.guard(() -> {
       ProtoMapping.requireModel(in.getModel());
       List<KvEventRecord> events = new ArrayList<>(in.getEventsCount());
