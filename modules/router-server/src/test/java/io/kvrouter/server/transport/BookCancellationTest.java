@@ -63,18 +63,18 @@ class BookCancellationTest {
   }
 
   @Test
-  void theServerEndsABooksWaitBeforeTheCallersDeadline() {
+  void aBookWhoseDeadlinePassesLeavesNoBooking() {
     String model = "deadline";
     join(router.workers.register(worker(model, "w1").build()));
     StatusRuntimeException e = catchThrowableOfType(StatusRuntimeException.class, () ->
         ClientCalls.blockingUnaryCall(raw.channel, BOOK,
             CallOptions.DEFAULT.withDeadlineAfter(350, TimeUnit.MILLISECONDS), book(model, "late")));
+    // either the server's answer (its ask ends before the deadline: reason ADMISSION_TIMEOUT) or, on a loaded
+    // machine, the client's own deadline firing first: which one wins is a race, the status is not
     assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED);
-    // the server's answer (its ask timed out after 350 - 150 ms), not the client's own deadline
-    assertThat(e.getTrailers().get(REASON)).as(e.toString()).isEqualTo("ADMISSION_TIMEOUT");
-    // Not asserted: that "late" leaves no booking. The test-only delay holds the Book on a timer, so the CancelBook
-    // sent when the ask times out reaches the actor before the Book, is a no-op, and the late Book is then
-    // admitted (until its lease expires), on every binding.
+    // once the held Book reaches admission (after the 400 ms test delay) it must book nothing
+    await().pollDelay(Duration.ofMillis(600)).atMost(Duration.ofSeconds(5)).untilAsserted(() ->
+        assertThat(router.state(model).getBookingsList()).isEmpty());
   }
 
   @Test
