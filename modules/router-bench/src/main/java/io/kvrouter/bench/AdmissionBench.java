@@ -1,0 +1,142 @@
+package io.kvrouter.bench;
+
+import io.kvrouter.cluster.SchedulerQueue;
+import io.kvrouter.core.selection.SelectionRequest;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import org.HdrHistogram.AbstractHistogram;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
+
+/**
+ * Book throughput of one model through its admission actor (each caller books, then releases what it booked, then
+ * books again, chained), next to a trivial ask to a bench-local sharded entity that only replies, at the same caller
+ * counts in the same run. Both entity types run on the admission dispatcher, whose mailbox the bench replaces with
+ * {@link CountingMailbox} to record the maximum mailbox depth.
+ */
+final class AdmissionBench {
+  record Settings(int workers, int threads, int books, int warmupRounds, int rounds, int[] callers,
+      long capMillis) {
+    static Settings defaults(boolean quick) {
+      return quick
+          ? new Settings(4, 4, 1_000, 1, 1, new int[] {16, 256}, 20_000)
+          : new Settings(4, 4, 20_000, 3, 5, new int[] {16, 256}, 60_000);
+    }
+  }
+
+  record Row(int callers, Callers.Result books, long admissionMaxDepth, double messagesPerCycle,
+      Callers.Result asks, long echoMaxDepth, String bookRange, String askRange) {
+    double ratio() {
+      return books.callsPerSecond() / asks.callsPerSecond();
+    }
+  }
+
+  private AdmissionBench() {}
+
+  static List<Path> run(Path out, boolean quick) {
+    Settings s = Settings.defaults(quick);
+    List<Row> rows = new ArrayList<>();
+    List<String> owners;
+    ExecutorService pool = Fixtures.pool("caller", s.threads());
+    AbstractHistogram[] latency = Latency.histograms(256);
+    CountingMailbox.forgetAll();
+    try (BenchCluster cluster = BenchCluster.start("bench-admission", true)) {
+      SchedulerQueue queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
+      EntityRef<BenchCluster.Ping> echo = cluster.echo("echo-0");
+      BenchCluster.join(echo.ask(BenchCluster.Ping::new, BenchCluster.TIMEOUT));
+      String encoded = URLEncoder.encode(Fixtures.MODEL, StandardCharsets.UTF_8);
+      CountingMailbox.Counting admissionBox = CountingMailbox.find(
+          p -> p.startsWith("/system/sharding/ModelAdmission/") && p.endsWith("/" + encoded));
+      CountingMailbox.Counting echoBox = CountingMailbox.find(
+          p -> p.startsWith("/system/sharding/BenchEcho/") && p.endsWith("/echo-0"));
+      owners = new ArrayList<>(CountingMailbox.owners());
+      if (admissionBox == null || echoBox == null) {
+        throw new IllegalStateException("the counting mailbox is not in use by the admission dispatcher's actors; "
+            + "actors using it: " + owners);
+      }
+      SelectionRequest[] requests = new SelectionRequest[256];
+      for (int i = 0; i < requests.length; i++) {
+        requests[i] = SelectionRequest.of(Fixtures.MODEL, "book-" + i, 512);
+      }
+      Duration askTimeout = Duration.ofSeconds(5);
+      Callers.AsyncCall book = caller -> queue.book(requests[caller], null)
+          .thenComposeAsync(answer -> queue.release(answer.requestId(), answer.attempt(), null), pool);
+      Callers.AsyncCall ask = caller -> echo.ask(BenchCluster.Ping::new, askTimeout);
+      for (int round = 1; round <= s.warmupRounds(); round++) {
+        Progress.line("admission", "warm-up round %d/%d", round, s.warmupRounds());
+        for (int callers : s.callers()) {
+          Callers.runChained(pool, callers, s.books(), latency, s.capMillis(), book);
+          Callers.runChained(pool, callers, s.books(), latency, s.capMillis(), ask);
+        }
+      }
+      for (int callers : s.callers()) {
+        List<Callers.Result> bookRuns = new ArrayList<>();
+        List<Callers.Result> askRuns = new ArrayList<>();
+        long admissionDepth = 0;
+        long echoDepth = 0;
+        long messages = 0;
+        for (int round = 0; round < s.rounds(); round++) {
+          admissionBox.resetMax();
+          long before = admissionBox.enqueued();
+          Callers.Result run = AdvisoryBench.check(
+              Callers.runChained(pool, callers, s.books(), latency, s.capMillis(), book));
+          long sent = admissionBox.enqueued() - before;
+          if (sent < 2 * run.calls()) {
+            throw new IllegalStateException("the admission actor's counting mailbox saw " + sent
+                + " messages for " + run.calls() + " book+release cycles");
+          }
+          bookRuns.add(run);
+          messages += sent;
+          admissionDepth = Math.max(admissionDepth, admissionBox.maxDepth());
+          echoBox.resetMax();
+          askRuns.add(AdvisoryBench.check(Callers.runChained(pool, callers, s.books(), latency, s.capMillis(), ask)));
+          echoDepth = Math.max(echoDepth, echoBox.maxDepth());
+        }
+        Callers.Result b = Callers.median(bookRuns);
+        Callers.Result a = Callers.median(askRuns);
+        double messagesPerCycle = messages / (double) bookRuns.stream().mapToLong(Callers.Result::calls).sum();
+        Row row = new Row(callers, b, admissionDepth, messagesPerCycle, a, echoDepth, Callers.range(bookRuns),
+            Callers.range(askRuns));
+        Progress.line("admission", "%3d callers: %s books/s (max mailbox %d), trivial ask %s/s (max mailbox %d): %s",
+            callers, Report.rate(b.callsPerSecond()), admissionDepth, Report.rate(a.callsPerSecond()), echoDepth,
+            Report.ratio(row.ratio()));
+        rows.add(row);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    return List.of(write(out, s, rows, owners));
+  }
+
+  private static Path write(Path out, Settings s, List<Row> rows, List<String> owners) {
+    Report report = new Report("Admission: Books per second per model vs a trivial sharded ask");
+    report.paragraph(String.format(
+        "One model, %d workers, least_in_flight, on a real one-node cluster. A Book caller books through "
+            + "`SchedulerQueue.book`, then releases that booking (`release`, chained with an explicit executor), "
+            + "then books again: one cycle = 2 asks to the admission actor. The trivial caller asks a bench-local "
+            + "sharded entity that only replies. Callers are tasks on a fixed pool of %d threads, chained on "
+            + "completion; %,d cycles / asks per configuration and round after %d warm-up rounds, %d measured rounds "
+            + "alternating the two (median round shown, with the range). Both entity types run on "
+            + "`kvrouter.admission.dispatcher` with `mailbox-type = %s` (verified: the admission entity and the echo "
+            + "entity were created with it: %s); max depth = largest enqueued − dequeued seen during the run.",
+        s.workers(), s.threads(), s.books(), s.warmupRounds(), s.rounds(), CountingMailbox.class.getName(),
+        String.join(", ", owners)));
+    Report.Table table = new Report.Table("callers", "books/s (book+release)", "cycle p50 / p99 (µs)",
+        "admission max mailbox depth", "trivial asks/s", "ask p50 / p99 (µs)", "trivial max mailbox depth",
+        "books/s ÷ asks/s", "target ≥ 0.5×", "admission msgs/s ÷ asks/s", "range books/s; asks/s");
+    for (Row r : rows) {
+      table.row(r.callers(), Report.rate(r.books().callsPerSecond()),
+          Report.us(r.books().p50()) + " / " + Report.us(r.books().p99()), r.admissionMaxDepth(),
+          Report.rate(r.asks().callsPerSecond()), Report.us(r.asks().p50()) + " / " + Report.us(r.asks().p99()),
+          r.echoMaxDepth(), Report.ratio(r.ratio()), Report.verdict(r.ratio() >= 0.5),
+          Report.ratio(r.messagesPerCycle() * r.books().callsPerSecond() / r.asks().callsPerSecond()),
+          r.bookRange() + "; " + r.askRange());
+    }
+    report.table(table);
+    return report.write(out, "admission.md");
+  }
+}

@@ -1,0 +1,189 @@
+package io.kvrouter.bench;
+
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.HdrHistogram.AbstractHistogram;
+
+/**
+ * Concurrent callers run as tasks on a fixed pool. A synchronous caller loops its share inside one task; a chained
+ * caller issues its next asynchronous call from the completion of the previous one, hopping back to the pool through
+ * an explicit executor (it never blocks a pool thread on a future). Every run is bounded in count and in time.
+ */
+final class Callers {
+  private Callers() {}
+
+  @FunctionalInterface
+  interface SyncCall {
+    Object call(int caller);
+  }
+
+  @FunctionalInterface
+  interface AsyncCall {
+    CompletionStage<?> call(int caller);
+  }
+
+  record Result(int callers, long calls, long wallNanos, AbstractHistogram latency, long failures) {
+    double callsPerSecond() {
+      return calls * 1e9 / wallNanos;
+    }
+
+    double p50() {
+      return latency.getValueAtPercentile(50);
+    }
+
+    double p99() {
+      return latency.getValueAtPercentile(99);
+    }
+  }
+
+  /** The run with the median calls/s (the upper median for an even count). */
+  static Result median(java.util.List<Result> runs) {
+    java.util.List<Result> sorted = new java.util.ArrayList<>(runs);
+    sorted.sort(java.util.Comparator.comparingDouble(Result::callsPerSecond));
+    return sorted.get(sorted.size() / 2);
+  }
+
+  /** "min–max" calls/s over the runs. */
+  static String range(java.util.List<Result> runs) {
+    double min = Double.MAX_VALUE;
+    double max = 0;
+    for (Result r : runs) {
+      min = Math.min(min, r.callsPerSecond());
+      max = Math.max(max, r.callsPerSecond());
+    }
+    return Report.rate(min) + "–" + Report.rate(max);
+  }
+
+  static int share(int total, int callers, int caller) {
+    return total / callers + (caller < total % callers ? 1 : 0);
+  }
+
+  static Result runSync(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
+      SyncCall op) {
+    for (int i = 0; i < callers; i++) {
+      latency[i].reset();
+    }
+    CountDownLatch done = new CountDownLatch(callers);
+    AtomicLong failures = new AtomicLong();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(capMillis);
+    long start = System.nanoTime();
+    for (int c = 0; c < callers; c++) {
+      int caller = c;
+      int calls = share(total, callers, caller);
+      pool.execute(() -> {
+        AbstractHistogram h = latency[caller];
+        try {
+          for (int k = 0; k < calls; k++) {
+            long t0 = System.nanoTime();
+            Object result = op.call(caller);
+            long t1 = System.nanoTime();
+            if (result == null) {
+              failures.incrementAndGet();
+            }
+            Latency.record(h, t1 - t0);
+            if ((k & 1023) == 1023 && t1 > deadline) {
+              break;
+            }
+          }
+        } catch (RuntimeException e) {
+          failures.incrementAndGet();
+        } finally {
+          done.countDown();
+        }
+      });
+    }
+    await(done, capMillis);
+    long wall = System.nanoTime() - start;
+    AbstractHistogram merged = Latency.merge(latency, callers);
+    return new Result(callers, merged.getTotalCount(), wall, merged, failures.get());
+  }
+
+  static Result runChained(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
+      AsyncCall op) {
+    for (int i = 0; i < callers; i++) {
+      latency[i].reset();
+    }
+    CountDownLatch done = new CountDownLatch(callers);
+    AtomicLong failures = new AtomicLong();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(capMillis);
+    long start = System.nanoTime();
+    for (int c = 0; c < callers; c++) {
+      Chain chain = new Chain(c, share(total, callers, c), latency[c], op, pool, done, failures, deadline);
+      pool.execute(chain);
+    }
+    await(done, capMillis);
+    long wall = System.nanoTime() - start;
+    AbstractHistogram merged = Latency.merge(latency, callers);
+    return new Result(callers, merged.getTotalCount(), wall, merged, failures.get());
+  }
+
+  private static void await(CountDownLatch done, long capMillis) {
+    try {
+      // callers stop themselves at the deadline; allow a little slack for in-flight calls to finish
+      if (!done.await(capMillis + 15_000, TimeUnit.MILLISECONDS)) {
+        throw new IllegalStateException("callers did not finish within " + capMillis + " ms + 15 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static final class Chain implements Runnable {
+    private final int caller;
+    private final AbstractHistogram latency;
+    private final AsyncCall op;
+    private final Executor pool;
+    private final CountDownLatch done;
+    private final AtomicLong failures;
+    private final long deadline;
+    private int remaining;
+    private long t0;
+
+    Chain(int caller, int calls, AbstractHistogram latency, AsyncCall op, Executor pool, CountDownLatch done,
+        AtomicLong failures, long deadline) {
+      this.caller = caller;
+      this.remaining = calls;
+      this.latency = latency;
+      this.op = op;
+      this.pool = pool;
+      this.done = done;
+      this.failures = failures;
+      this.deadline = deadline;
+    }
+
+    @Override
+    public void run() {
+      if (remaining <= 0) {
+        done.countDown();
+        return;
+      }
+      t0 = System.nanoTime();
+      CompletionStage<?> stage;
+      try {
+        stage = op.call(caller);
+      } catch (RuntimeException e) {
+        failures.incrementAndGet();
+        done.countDown();
+        return;
+      }
+      stage.whenCompleteAsync(this::completed, pool);
+    }
+
+    private void completed(Object result, Throwable failure) {
+      long t1 = System.nanoTime();
+      Latency.record(latency, t1 - t0);
+      if (failure != null) {
+        failures.incrementAndGet();
+      }
+      if (--remaining > 0 && t1 < deadline) {
+        run();
+      } else {
+        done.countDown();
+      }
+    }
+  }
+}

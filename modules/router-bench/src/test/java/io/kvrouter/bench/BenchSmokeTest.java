@@ -1,0 +1,59 @@
+package io.kvrouter.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Runs every benchmark with {@code --quick} (tiny sizes) and checks that each writes its file with the expected
+ * table headers. It asserts nothing about the figures: benchmarks are never tests.
+ */
+class BenchSmokeTest {
+
+  @Test
+  @Timeout(value = 300)
+  void allQuickWritesEveryTable(@TempDir Path out) throws Exception {
+    int code = Bench.run("all", "--quick", "--out", out.toString());
+    assertThat(code).isZero();
+
+    assertThat(read(out, "advisory.md"))
+        .contains("| callers | actor p50 / p99 (µs) | inline p50 / p99 (µs) | calls/s actor → inline | inline / actor |")
+        .contains("| policy | locked p50 / p99 (µs) | lock-free p50 / p99 (µs) |")
+        .contains("| least_in_flight |", "| kv |")
+        .contains("| 1 |", "| 16 |", "| 256 |");
+    assertThat(read(out, "advisory.svg")).startsWith("<svg").contains("actor (ask)", "inline").endsWith("</svg>\n");
+    assertThat(read(out, "growth.md"))
+        .contains("| policy | workers | index entries | mean ns/op | p50 ns | p99 ns |")
+        .contains("| blocks | index entries | mean ns/op | p50 ns | p99 ns |");
+    assertThat(read(out, "admission.md"))
+        .contains("| callers | books/s (book+release) |")
+        .contains("/system/sharding/ModelAdmission/");
+    assertThat(read(out, "kvindex.md"))
+        .contains("| scenario | events/s | blocks/s | lookups/s | lookup p50 (µs) |")
+        .contains("| (block, rank) entries | blocks (nodes) |");
+    assertThat(read(out, "alloc.md"))
+        .contains("| policy | blocks | workers | ns/op | bytes/op (gc.alloc.rate.norm) |")
+        .contains("| least_in_flight |", "| kv |");
+  }
+
+  @Test
+  void jmhAnnotationProcessorRan() {
+    assertThat(getClass().getClassLoader().getResource(AllocBench.BENCHMARK_LIST)).isNotNull();
+  }
+
+  @Test
+  void unknownSubcommandFails() {
+    assertThat(Bench.run("no-such-benchmark")).isNotZero();
+  }
+
+  private static String read(Path dir, String name) throws Exception {
+    Path file = dir.resolve(name);
+    assertThat(file).exists();
+    return Files.readString(file, StandardCharsets.UTF_8);
+  }
+}
