@@ -173,13 +173,23 @@ public final class ApproximateKvIndex implements KvOverlapSource {
     }
   }
 
-  /** How many leading blocks of the path {@code id} holds unexpired at {@code nowRel}. */
+  /**
+   * How many leading blocks of the path {@code id} holds unexpired at {@code nowRel}. A binary search: a route
+   * refreshes its whole prefix at once and pruning takes the deepest first, so along any path an ancestor's expiry
+   * is never earlier than a descendant's, and "held and unexpired" holds for a prefix of the path.
+   */
   static int depth(Node[] path, int matched, int id, long nowRel) {
-    int k = 0;
-    while (k < matched && Node.payload(path[k].entries(), id) > nowRel) {
-      k++;
+    int low = 0;
+    int high = matched;
+    while (low < high) {
+      int mid = (low + high + 1) >>> 1;
+      if (Node.payload(path[mid - 1].entries(), id) > nowRel) {
+        low = mid;
+      } else {
+        high = mid - 1;
+      }
     }
-    return k;
+    return low;
   }
 
   long relativeNow(long nowMillis) {

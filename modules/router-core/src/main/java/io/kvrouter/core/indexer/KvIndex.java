@@ -144,8 +144,9 @@ public final class KvIndex implements KvOverlapSource {
       int index = child.indexOf(state.id);
       if (index < 0) {
         tree.insertEntry(child, state, bit, blockHash);
+        countDeviceless(state, 0, bit);
       } else {
-        child.setPayloadAt(index, child.payloadAt(index) | bit);
+        setMask(state, child, index, child.payloadAt(index) | bit);
         long oldId = child.blockIdAt(index);
         if (oldId != blockHash) {
           state.lookup.remove(oldId, child);
@@ -168,7 +169,7 @@ public final class KvIndex implements KvOverlapSource {
       int index = node.indexOf(state.id);
       long mask = node.payloadAt(index) & ~bit;
       if (mask != 0) {
-        node.setPayloadAt(index, mask);
+        setMask(state, node, index, mask);
       } else {
         removeCascade(state, node);
       }
@@ -196,6 +197,7 @@ public final class KvIndex implements KvOverlapSource {
       Node n = order.get(i);
       int index = n.indexOf(state.id);
       state.lookup.remove(n.blockIdAt(index), n);
+      countDeviceless(state, n.payloadAt(index), 0);
       tree.removeEntryAt(n, index);
     }
     order.clear();
@@ -207,10 +209,30 @@ public final class KvIndex implements KvOverlapSource {
     for (Node n : nodes) {
       n.removeEntryAt(n.indexOf(state.id));
     }
+    state.entriesWithoutDevice = 0;
     tree.adjustEntries(-nodes.size());
     for (Node n : nodes) {
       tree.pruneUp(n);
     }
+  }
+
+  private static void setMask(RankState state, Node node, int index, long mask) {
+    long old = node.payloadAt(index);
+    node.setPayloadAt(index, mask);
+    countDeviceless(state, old, mask);
+  }
+
+  /** Keeps {@link RankState#entriesWithoutDevice} in step with one entry's mask going from {@code old} to {@code now}. */
+  private static void countDeviceless(RankState state, long old, long now) {
+    int change = (isDeviceless(now) ? 1 : 0) - (isDeviceless(old) ? 1 : 0);
+    if (change != 0) {
+      state.entriesWithoutDevice += change;
+    }
+  }
+
+  /** A present entry (mask ≠ 0) that is not on the device. */
+  private static boolean isDeviceless(long mask) {
+    return mask != 0 && (mask & DEVICE) == 0;
   }
 
   // ---------------------------------------------------------------- reads (lock-free)
@@ -226,7 +248,7 @@ public final class KvIndex implements KvOverlapSource {
         if (state == null || matched == 0) {
           candidates.setOverlap(i, 0, 0, 0);
         } else {
-          fill(candidates, i, path, matched, state.id);
+          fill(candidates, i, path, matched, state);
         }
       }
     } finally {
@@ -240,7 +262,12 @@ public final class KvIndex implements KvOverlapSource {
    * continues from there over blocks held on host or device; the disk run continues over blocks held on any tier.
    * Each run stops at the first block the rank lacks at that speed. (2^21 blocks exceed any request limit.)
    */
-  static long packed(Node[] path, int matched, int id) {
+  static long packed(Node[] path, int matched, RankState state) {
+    int id = state.id;
+    if (state.entriesWithoutDevice == 0) {
+      // all on the device, and the rank's blocks are prefix-closed: the device run is the held depth
+      return heldDepth(path, matched, id);
+    }
     int k = 0;
     while (k < matched && (mask(path[k], id) & DEVICE) != 0) {
       k++;
@@ -256,8 +283,23 @@ public final class KvIndex implements KvOverlapSource {
     return device | ((long) host << 21) | ((long) (k - device - host) << 42);
   }
 
-  static void fill(Candidates candidates, int i, Node[] path, int matched, int id) {
-    long p = packed(path, matched, id);
+  /** How many leading nodes of the path hold {@code id}: a binary search, since a rank's blocks are prefix-closed. */
+  static int heldDepth(Node[] path, int matched, int id) {
+    int low = 0;
+    int high = matched;
+    while (low < high) {
+      int mid = (low + high + 1) >>> 1;
+      if (Node.payload(path[mid - 1].entries(), id) > 0) {
+        low = mid;
+      } else {
+        high = mid - 1;
+      }
+    }
+    return low;
+  }
+
+  static void fill(Candidates candidates, int i, Node[] path, int matched, RankState state) {
+    long p = packed(path, matched, state);
     candidates.setOverlap(i, (int) (p & 0x1FFFFF), (int) ((p >>> 21) & 0x1FFFFF), (int) (p >>> 42));
   }
 
@@ -274,7 +316,7 @@ public final class KvIndex implements KvOverlapSource {
     }
     Node[] path = new Node[sequenceHashes.length];
     int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
-    return tiered(path, matched, state.id);
+    return tiered(path, matched, state);
   }
 
   /** Every rank with a non-empty overlap (allocates; for diagnostics and tests). */
@@ -283,7 +325,7 @@ public final class KvIndex implements KvOverlapSource {
     int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
     Map<Rank, TieredOverlap> out = new TreeMap<>();
     for (RankState state : tree.ranks.values()) {
-      TieredOverlap overlap = tiered(path, matched, state.id);
+      TieredOverlap overlap = tiered(path, matched, state);
       if (overlap.total() > 0) {
         out.put(state.rank, overlap);
       }
@@ -291,8 +333,8 @@ public final class KvIndex implements KvOverlapSource {
     return out;
   }
 
-  private static TieredOverlap tiered(Node[] path, int matched, int id) {
-    long p = packed(path, matched, id);
+  private static TieredOverlap tiered(Node[] path, int matched, RankState state) {
+    long p = packed(path, matched, state);
     return new TieredOverlap((int) (p & 0x1FFFFF), (int) ((p >>> 21) & 0x1FFFFF), (int) (p >>> 42));
   }
 

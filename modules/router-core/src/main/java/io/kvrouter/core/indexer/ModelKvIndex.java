@@ -95,7 +95,7 @@ public final class ModelKvIndex implements KvOverlapSource {
             eventPath = scratch.first(sequenceHashes.length);
             eventMatched = events.tree().walk(sequenceHashes, sequenceHashes.length, eventPath);
           }
-          KvIndex.fill(candidates, i, eventPath, eventMatched, state.id);
+          KvIndex.fill(candidates, i, eventPath, eventMatched, state);
         } else {
           RankState state = approximate.tree().state(rank);
           if (state == null) {

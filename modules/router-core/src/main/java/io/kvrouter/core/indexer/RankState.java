@@ -16,6 +16,11 @@ final class RankState {
    * this rank are in it, so Removed and a Stored's parent resolve in O(1) without walking the tree.
    */
   final Long2ObjectOpenHashMap<Node> lookup;
+  /**
+   * How many of this rank's entries lack the device tier (writer-maintained, read by lookups). At zero every block
+   * the rank holds is on the device, so its device run is simply its held depth, found by binary search.
+   */
+  volatile int entriesWithoutDevice;
   boolean removed;
   boolean seenEvent;
   long lastEventId;
