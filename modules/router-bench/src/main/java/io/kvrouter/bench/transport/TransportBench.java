@@ -1,0 +1,559 @@
+package io.kvrouter.bench.transport;
+
+import com.typesafe.config.ConfigFactory;
+import io.kvrouter.bench.transport.Bodies.Body;
+import io.kvrouter.bench.transport.NoopServer.Kind;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Issue 4's transport bench: no-op gRPC servers, our router per binding, Book+Release pairs and the Select hop, each
+ * server in its own process and the load from a grpc-java driver in another; server CPU per call from /proc.
+ */
+@Command(name = "transport-bench", mixinStandardHelpOptions = true,
+    description = "Server CPU per call and calls/s of no-op gRPC servers and kvrouter over gRPC (loopback only).")
+public final class TransportBench implements Callable<Integer> {
+  static final String NOOP = "noop";
+  static final String ROUTER = "router";
+  static final String YIELD = "yield";
+
+  @Option(names = "--quick", description = "1 s warm-ups and 2 s windows (a smoke run; written to --out only if given)")
+  boolean quick;
+
+  @Option(names = "--warmup-s", defaultValue = "5", description = "warm-up before a server's first point")
+  double warmupFirst;
+
+  @Option(names = "--later-warmup-s", defaultValue = "2", description = "warm-up before each later point")
+  double warmup;
+
+  @Option(names = "--measure-s", defaultValue = "8", description = "measured window per point")
+  double measure;
+
+  @Option(names = "--connections", defaultValue = "1,64", split = ",")
+  List<Integer> connections;
+
+  @Option(names = "--outstanding", defaultValue = "8", description = "outstanding unary calls per connection")
+  int outstanding;
+
+  @Option(names = "--bodies", defaultValue = "tokens,hashes", split = ",")
+  List<String> bodies;
+
+  @Option(names = "--noop", defaultValue = "pekko-grpc,pekko-strict,netty-default,netty-direct", split = ",",
+      description = "no-op servers to measure")
+  List<String> noopServers;
+
+  @Option(names = "--bindings", defaultValue = "pekko,pekko-fast,netty", split = ",",
+      description = "kvrouter.grpc.binding values to measure; bindings the server refuses are reported and skipped")
+  List<String> bindings;
+
+  @Option(names = "--steps", defaultValue = "noop,router,yield", split = ",",
+      description = "noop (no-op servers), router (Select and Book+Release per binding), yield (Select hop off/on)")
+  List<String> steps;
+
+  @Option(names = "--pairs", defaultValue = "true", negatable = true, description = "measure Book+Release pairs")
+  boolean pairs;
+
+  @Option(names = "--kv-events", defaultValue = "true", negatable = true)
+  boolean kvEvents;
+
+  @Option(names = "--h2load", description = "also load every server with h2load (Select, highest connection count)")
+  boolean h2load;
+
+  @Option(names = "--h2load-streams", defaultValue = "8")
+  int h2loadStreams;
+
+  @Option(names = "--out", description = "where the tables go (default results/, or target/transport-quick/ with --quick)")
+  Path out;
+
+  @Option(names = "--wait-quiet-s", defaultValue = "45",
+      description = "before each server, wait up to this long for other processes to use < --quiet-cores")
+  double waitQuiet;
+
+  @Option(names = "--quiet-cores", defaultValue = "0.3")
+  double quietCores;
+
+  @Option(names = "--jvm-flags", defaultValue = "-Xms512m -Xmx1g",
+      description = "flags for every child JVM (servers and driver), besides the common-pool parallelism")
+  String jvmFlags;
+
+  private final List<Result> results = new ArrayList<>();
+  private final List<H2Result> h2Results = new ArrayList<>();
+  private final List<String> notes = new ArrayList<>();
+  private Path logs;
+  private long clockTicks;
+  private int step;
+  private int totalSteps;
+
+  /** One measured point from the grpc-java driver. */
+  record Result(String group, String server, String label, String mode, Body body, int connections, double opsPerS,
+      double p50, double p99, double mean, double serverUs, double clientUs, long ops, String outcomes,
+      double otherCores, String error) {
+    boolean ok() {
+      return error == null && ops > 0;
+    }
+  }
+
+  /** One h2load run. */
+  record H2Result(String server, String label, Body body, int connections, int streams, double reqPerS, long done,
+      long succeeded, long failed, long status2xx, double serverUs, String meanLatency, String error) {}
+
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new TransportBench()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    if (quick) {
+      warmupFirst = 1;
+      warmup = 1;
+      measure = 2;
+      if (out == null) {
+        out = Path.of("target/transport-quick");
+      }
+    }
+    if (out == null) {
+      out = Path.of("results");
+    }
+    clockTicks = ProcStat.clockTicksPerSecond();
+    String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss"));
+    logs = Path.of("target/transport-logs", stamp);
+    Files.createDirectories(logs);
+    for (Body body : bodyList()) {
+      Files.write(logs.resolve("body-" + body.key + ".bin"), Bodies.framed(Bodies.request(body)));
+    }
+    boolean h2 = h2load && h2loadAvailable();
+    List<Runnable> plan = new ArrayList<>();
+    if (steps.contains(NOOP)) {
+      for (String key : noopServers) {
+        Kind kind = Kind.of(key);
+        plan.add(() -> measureNoop(kind, h2));
+      }
+    }
+    if (steps.contains(ROUTER)) {
+      for (String binding : bindings) {
+        plan.add(() -> measureRouter(binding, h2));
+      }
+    }
+    if (steps.contains(YIELD)) {
+      plan.add(() -> measureYield(false));
+      plan.add(() -> measureYield(true));
+      if (selectHopKeyWired()) {
+        plan.add(() -> measureServerHop("off"));
+        plan.add(() -> measureServerHop("on"));
+      } else {
+        notes.add("The router has no `kvrouter.grpc.select-hop` key yet: the yield was measured with the bench-only "
+            + "`YieldRouterServer` (RouterService on Pekko gRPC's stock handlers, Select handed once to the actor "
+            + "system's default dispatcher before the pick when `on`).");
+      }
+    }
+    totalSteps = plan.size();
+    progress("plan: %d servers, %s connections x %d outstanding, windows %.0f s first warm-up / %.0f s warm-up / "
+        + "%.0f s measure, CLK_TCK %d, logs in %s", plan.size(), connections, outstanding, warmupFirst, warmup,
+        measure, clockTicks, logs);
+    for (Runnable item : plan) {
+      step++;
+      waitQuiet();
+      item.run();
+    }
+    new TransportReport(this, results, h2Results, notes).write(out);
+    progress("tables written to %s", out.toAbsolutePath().normalize());
+    return 0;
+  }
+
+  /** Other engineers share this machine: wait (bounded) until the rest of it is nearly idle before a server. */
+  private void waitQuiet() throws InterruptedException {
+    long until = System.nanoTime() + Math.round(waitQuiet * 1e9);
+    double busy;
+    do {
+      long before = ProcStat.machineBusyTicks();
+      Thread.sleep(1000);
+      busy = (ProcStat.machineBusyTicks() - before) / (double) clockTicks;
+      if (busy < quietCores) {
+        return;
+      }
+    } while (System.nanoTime() < until);
+    progress("the machine stayed busy (%.2f cores used by other processes); measuring anyway", busy);
+    notes.add(String.format(Locale.ROOT, "Other processes used %.2f cores when a server started (waited %.0f s); "
+        + "see the 'other cores' column.", busy, waitQuiet));
+  }
+
+  List<Body> bodyList() {
+    return bodies.stream().map(Body::of).toList();
+  }
+
+  int maxConnections() {
+    return connections.stream().mapToInt(Integer::intValue).max().orElse(1);
+  }
+
+  String windows() {
+    return String.format(Locale.ROOT, "%.0f s warm-up before a server's first point, %.0f s before each later one, "
+        + "%.0f s measured", warmupFirst, warmup, measure);
+  }
+
+  int outstanding() {
+    return outstanding;
+  }
+
+  boolean isQuick() {
+    return quick;
+  }
+
+  void progress(String format, Object... args) {
+    System.out.printf(Locale.ROOT, "[transport %s] %s%n",
+        LocalDateTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")),
+        (totalSteps > 0 ? "(" + step + "/" + totalSteps + ") " : "") + String.format(Locale.ROOT, format, args));
+    System.out.flush();
+  }
+
+  private List<String> flags() {
+    return List.of(jvmFlags.trim().split("\\s+"));
+  }
+
+  private List<String> selectPoints() {
+    List<String> points = new ArrayList<>();
+    for (Body body : bodyList()) {
+      for (int c : connections) {
+        points.add("select:" + body.key + ":" + c);
+      }
+    }
+    return points;
+  }
+
+  private List<String> pairPoints() {
+    List<String> points = new ArrayList<>();
+    if (pairs) {
+      Body body = bodyList().contains(Body.HASHES) ? Body.HASHES : bodyList().get(0);
+      for (int c : connections) {
+        points.add("pair:" + body.key + ":" + c);
+      }
+    }
+    return points;
+  }
+
+  private static final Pattern PORT_LINE = Pattern.compile("^PORT (\\d+)");
+  private static final Pattern MAIN_UP = Pattern.compile("kvrouter is up: gRPC [^:\\s]+:(\\d+)");
+  private static final Pattern GRPC_BINDING = Pattern.compile("gRPC \\((\\S+) binding\\)");
+  private static final Pattern NOTABLE = Pattern.compile("(?i)binding|select-hop|ERROR|Exception");
+
+  private void measureNoop(Kind kind, boolean h2) {
+    List<String> points = new ArrayList<>(selectPoints());
+    points.addAll(pairPoints());
+    progress("no-op server %s: starting", kind.label);
+    try (ServerProcess server = ServerProcess.start(
+        ServerProcess.javaCommand(NoopServer.class.getName(), flags(), List.of(kind.key)), Map.of(), PORT_LINE,
+        NOTABLE, logs.resolve("noop-" + kind.key + ".log"))) {
+      int port = server.awaitPort(60);
+      drive(NOOP, kind.key, kind.label, port, server, points);
+      if (h2) {
+        runH2load(kind.key, kind.label, port, server);
+      }
+    } catch (Exception e) {
+      fail(NOOP, kind.key, kind.label, e);
+    }
+  }
+
+  private void measureRouter(String binding, boolean h2) {
+    String key = "router-" + binding;
+    String label = "kvrouter Select, binding `" + binding + "`";
+    progress("router, binding %s: starting", binding);
+    Map<String, String> env = routerEnv(binding);
+    try (ServerProcess server = ServerProcess.start(
+        ServerProcess.javaCommand("io.kvrouter.server.Main", flags(), List.of()), env, MAIN_UP, NOTABLE,
+        logs.resolve(key + ".log")).killOnClose()) {
+      int port = server.awaitPort(90);
+      String setup = RouterSetup.run(port, kvEvents);
+      progress("router, binding %s: pid %d port %d; %s", binding, server.pid(), port, setup);
+      notes.add("Router setup: " + setup + ".");
+      String reported = server.notableLines().stream().map(GRPC_BINDING::matcher)
+          .filter(java.util.regex.Matcher::find).map(m -> m.group(1)).findFirst().orElse(null);
+      List<String> points = new ArrayList<>(selectPoints());
+      points.addAll(pairPoints());
+      String probeServer = drive(ROUTER, key, label, port, server, points, binding);
+      if (probeServer == null) {
+        return;
+      }
+      if (reported == null) {
+        notes.add("Binding `" + binding + "`: the server's output did not name its binding (HTTP `server` header "
+            + "seen by the probe: `" + probeServer + "`).");
+      } else {
+        notes.add("Binding `" + binding + "`: the server logged \"gRPC (" + reported + " binding)\"" 
+            + (reported.equals(binding) ? "" : " — **not the binding requested**") + "; HTTP `server` header seen "
+            + "by the probe: `" + probeServer + "`.");
+      }
+      if (h2) {
+        runH2load(key, "kvrouter `" + binding + "`", port, server);
+      }
+    } catch (Exception e) {
+      fail(ROUTER, key, label, e);
+      notes.add("Binding `" + binding + "` was not measured: " + oneLine(e) + ".");
+    }
+  }
+
+  private Map<String, String> routerEnv(String binding) {
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("KVROUTER_GRPC_BINDING", binding);
+    env.put("KVROUTER_GRPC_HOST", "127.0.0.1");
+    env.put("KVROUTER_GRPC_PORT", "0");
+    env.put("KVROUTER_MANAGEMENT_HOST", "127.0.0.1");
+    env.put("KVROUTER_MANAGEMENT_PORT", "0");
+    env.put("KVROUTER_REMOTE_HOST", "127.0.0.1");
+    env.put("KVROUTER_REMOTE_PORT", "0");
+    return env;
+  }
+
+  private void measureYield(boolean hop) {
+    String mode = hop ? "on" : "off";
+    String key = "yield-bench-" + mode;
+    String label = "Select hop " + mode + " (bench server, Pekko gRPC stock)";
+    progress("yield, bench server with hop %s: starting", mode);
+    try (ServerProcess server = ServerProcess.start(
+        ServerProcess.javaCommand(YieldRouterServer.class.getName(), flags(), List.of(mode)), routerEnv("pekko"),
+        PORT_LINE, NOTABLE, logs.resolve(key + ".log"))) {
+      int port = server.awaitPort(90);
+      RouterSetup.run(port, kvEvents);
+      drive(YIELD, key, label, port, server, yieldPoints());
+    } catch (Exception e) {
+      fail(YIELD, key, label, e);
+    }
+  }
+
+  private void measureServerHop(String mode) {
+    String binding = bindings.get(0);
+    String key = "yield-" + binding + "-" + mode;
+    String label = "Select hop " + mode + " (kvrouter `" + binding + "`, kvrouter.grpc.select-hop)";
+    progress("yield, router binding %s with kvrouter.grpc.select-hop=%s: starting", binding, mode);
+    List<String> flags = new ArrayList<>(flags());
+    flags.add("-Dkvrouter.grpc.select-hop=" + mode);
+    try (ServerProcess server = ServerProcess.start(
+        ServerProcess.javaCommand("io.kvrouter.server.Main", flags, List.of()), routerEnv(binding), MAIN_UP,
+        NOTABLE, logs.resolve(key + ".log")).killOnClose()) {
+      int port = server.awaitPort(90);
+      RouterSetup.run(port, kvEvents);
+      drive(YIELD, key, label, port, server, yieldPoints());
+    } catch (Exception e) {
+      fail(YIELD, key, label, e);
+    }
+  }
+
+  private List<String> yieldPoints() {
+    List<String> points = new ArrayList<>();
+    for (Body body : bodyList()) {
+      points.add("select:" + body.key + ":" + maxConnections());
+    }
+    return points;
+  }
+
+  private static boolean selectHopKeyWired() {
+    try {
+      return ConfigFactory.parseResourcesAnySyntax("application").resolve().hasPath("kvrouter.grpc.select-hop");
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  private String drive(String group, String key, String label, int port, ServerProcess server, List<String> points)
+      throws IOException, InterruptedException {
+    return drive(group, key, label, port, server, points, null);
+  }
+
+  /** Runs the load driver process over {@code points}; returns the server header the probe saw, null on failure. */
+  private String drive(String group, String key, String label, int port, ServerProcess server, List<String> points,
+      String binding) throws IOException, InterruptedException {
+    List<String> args = List.of("--port", Integer.toString(port), "--server-pid", Long.toString(server.pid()),
+        "--points", String.join(",", points), "--outstanding", Integer.toString(outstanding),
+        "--warmup-first-ms", Long.toString(Math.round(warmupFirst * 1000)),
+        "--warmup-ms", Long.toString(Math.round(warmup * 1000)),
+        "--measure-ms", Long.toString(Math.round(measure * 1000)),
+        "--clk-tck", Long.toString(clockTicks));
+    Path log = logs.resolve("driver-" + key + ".log");
+    Process driver = new ProcessBuilder(ServerProcess.javaCommand(LoadDriver.class.getName(), flags(), args))
+        .redirectError(log.toFile()).start();
+    long budgetS = Math.round(warmupFirst + points.size() * (warmup + measure + 15) + 60);
+    Thread watchdog = new Thread(() -> {
+      try {
+        if (!driver.waitFor(budgetS, TimeUnit.SECONDS)) {
+          driver.destroyForcibly();
+        }
+      } catch (InterruptedException ignored) {
+        driver.destroyForcibly();
+      }
+    }, "driver-watchdog");
+    watchdog.setDaemon(true);
+    watchdog.start();
+    String probeServer = null;
+    boolean probeFailed = false;
+    List<String> lines = new ArrayList<>();
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(driver.getInputStream(),
+        StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        lines.add(line);
+        if (line.startsWith("PROBE-OK")) {
+          Map<String, String> kv = parse(line);
+          probeServer = kv.getOrDefault("server", "-");
+          if (binding != null && "netty".equals(binding) && probeServer.startsWith("pekko-http")) {
+            progress("%s: probe answered by %s, not grpc-java: binding not applied; stopping this server",
+                label, probeServer);
+            notes.add("Binding `netty` was requested but the answer came from `" + probeServer
+                + "`: the server does not apply `kvrouter.grpc.binding` yet; not measured.");
+            driver.destroyForcibly();
+            return null;
+          }
+          progress("%s: probe OK (%s)", label, line.substring("PROBE-OK ".length()));
+        } else if (line.startsWith("PROBE-FAILED")) {
+          probeFailed = true;
+          progress("%s: PROBE FAILED: %s", label, line);
+          results.add(new Result(group, key, label, "probe", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, line));
+        } else if (line.startsWith("RESULT")) {
+          Result result = toResult(group, key, label, parse(line));
+          results.add(result);
+          progress("%s %s:%s:%d: %s", label, result.mode(), result.body().key, result.connections(),
+              result.ok() ? String.format(Locale.ROOT, "%,.0f %s/s, p50 %.0f us, p99 %.0f us, server %.1f us CPU "
+                  + "per %s (client %.1f us, other processes %.2f cores), %s", result.opsPerS(),
+                  unit(result.mode()), result.p50(), result.p99(), result.serverUs(), unit(result.mode()),
+                  result.clientUs(), result.otherCores(), result.outcomes())
+                  : "FAILED " + result.error());
+        }
+      }
+    }
+    driver.waitFor(10, TimeUnit.SECONDS);
+    Files.write(logs.resolve("driver-" + key + ".out"), lines);
+    if (!server.alive()) {
+      notes.add("`" + key + "` exited during the run; see " + logs);
+    }
+    if (probeFailed) {
+      return null;
+    }
+    return probeServer == null ? "-" : probeServer;
+  }
+
+  static String unit(String mode) {
+    return "pair".equals(mode) ? "pair" : "call";
+  }
+
+  private Result toResult(String group, String key, String label, Map<String, String> kv) {
+    String[] point = kv.get("point").split(":");
+    Body body = Body.of(point[1]);
+    int conns = Integer.parseInt(point[2]);
+    if (kv.containsKey("error")) {
+      return new Result(group, key, label, point[0], body, conns, 0, 0, 0, 0, 0, 0, 0, "-", 0, kv.get("error"));
+    }
+    return new Result(group, key, label, point[0], body, conns, d(kv, "ops_per_s"), d(kv, "p50_us"),
+        d(kv, "p99_us"), d(kv, "mean_us"), d(kv, "server_us_per_op"), d(kv, "client_us_per_op"),
+        Long.parseLong(kv.get("ops")), kv.getOrDefault("outcomes", "-"), d(kv, "other_cores"), null);
+  }
+
+  private static double d(Map<String, String> kv, String key) {
+    return Double.parseDouble(kv.get(key));
+  }
+
+  static Map<String, String> parse(String line) {
+    Map<String, String> kv = new LinkedHashMap<>();
+    for (String token : line.split(" ")) {
+      int eq = token.indexOf('=');
+      if (eq > 0) {
+        kv.put(token.substring(0, eq), token.substring(eq + 1));
+      }
+    }
+    return kv;
+  }
+
+  private void fail(String group, String key, String label, Exception e) {
+    progress("%s: FAILED: %s", label, oneLine(e));
+    results.add(new Result(group, key, label, "start", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, oneLine(e)));
+  }
+
+  static String oneLine(Throwable e) {
+    Throwable root = e;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String text = root == e ? String.valueOf(e.getMessage()) : e.getMessage() + " (" + root + ")";
+    return text.replace('\n', ' ');
+  }
+
+  // ---- h2load: an extra column, never the only check (it sees HTTP status only, not grpc-status) ----
+
+  private boolean h2loadAvailable() {
+    try {
+      Process p = new ProcessBuilder("h2load", "--version").redirectErrorStream(true).start();
+      p.getInputStream().readAllBytes();
+      return p.waitFor(10, TimeUnit.SECONDS) && p.exitValue() == 0;
+    } catch (IOException | InterruptedException e) {
+      notes.add("h2load was requested but is not installed (Debian: `apt-get install -y nghttp2-client`).");
+      return false;
+    }
+  }
+
+  private void runH2load(String key, String label, int port, ServerProcess server)
+      throws IOException, InterruptedException {
+    int conns = maxConnections();
+    for (Body body : bodyList()) {
+      Path file = logs.resolve("body-" + body.key + ".bin");
+      // a separate warm-up run, then the measured one with the server's CPU read around it
+      h2loadOnce(port, conns, file, Math.max(1, Math.round(warmup)));
+      long before = ProcStat.cpuTicks(server.pid());
+      String output = h2loadOnce(port, conns, file, Math.max(1, Math.round(measure)));
+      long after = ProcStat.cpuTicks(server.pid());
+      Files.writeString(logs.resolve("h2load-" + key + "-" + body.key + ".out"), output);
+      H2Result result = parseH2load(key, label, body, conns, output, (after - before) * 1e6 / clockTicks);
+      h2Results.add(result);
+      progress("%s h2load %s %dx%d: %s", label, body.key, conns, h2loadStreams, result.error() != null
+          ? "FAILED " + result.error()
+          : String.format(Locale.ROOT, "%,.0f req/s, %d 2xx of %d done, %d failed, server %.1f us CPU per request",
+              result.reqPerS(), result.status2xx(), result.done(), result.failed(), result.serverUs()));
+    }
+  }
+
+  private String h2loadOnce(int port, int conns, Path body, long seconds) throws IOException, InterruptedException {
+    List<String> command = List.of("h2load", "-c", Integer.toString(conns), "-m", Integer.toString(h2loadStreams),
+        "-t", "1", "-D", Long.toString(seconds), "-d", body.toString(),
+        "-H", "content-type: application/grpc", "-H", "te: trailers",
+        "http://127.0.0.1:" + port + "/kvrouter.v1.Router/Select");
+    Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+    byte[] output = process.getInputStream().readAllBytes();
+    if (!process.waitFor(seconds + 30, TimeUnit.SECONDS)) {
+      process.destroyForcibly();
+    }
+    return new String(output, StandardCharsets.UTF_8);
+  }
+
+  private static final Pattern H2_FINISHED = Pattern.compile("finished in ([\\d.]+)s, ([\\d.]+) req/s");
+  private static final Pattern H2_REQUESTS = Pattern.compile(
+      "requests: (\\d+) total, (\\d+) started, (\\d+) done, (\\d+) succeeded, (\\d+) failed");
+  private static final Pattern H2_STATUS = Pattern.compile("status codes: (\\d+) 2xx");
+  private static final Pattern H2_TIME = Pattern.compile("time for request:\\s+(\\S+)\\s+(\\S+)\\s+(\\S+)");
+
+  private H2Result parseH2load(String key, String label, Body body, int conns, String output, double serverMicros) {
+    var finished = H2_FINISHED.matcher(output);
+    var requests = H2_REQUESTS.matcher(output);
+    var status = H2_STATUS.matcher(output);
+    var time = H2_TIME.matcher(output);
+    if (!finished.find() || !requests.find() || !status.find()) {
+      String tail = output.strip();
+      tail = tail.substring(Math.max(0, tail.length() - 200)).replace('\n', ' ');
+      return new H2Result(key, label, body, conns, h2loadStreams, 0, 0, 0, 0, 0, 0, "-", tail);
+    }
+    long done = Long.parseLong(requests.group(3));
+    return new H2Result(key, label, body, conns, h2loadStreams, Double.parseDouble(finished.group(2)), done,
+        Long.parseLong(requests.group(4)), Long.parseLong(requests.group(5)), Long.parseLong(status.group(1)),
+        done == 0 ? Double.NaN : serverMicros / done, time.find() ? time.group(3) : "-", null);
+  }
+}
