@@ -37,8 +37,13 @@ public final class TransportBench implements Callable<Integer> {
   @Option(names = "--quick", description = "1 s warm-ups and 2 s windows (a smoke run; written to --out only if given)")
   boolean quick;
 
-  @Option(names = "--warmup-s", defaultValue = "5", description = "warm-up before a server's first point")
+  @Option(names = "--warmup-s", defaultValue = "8",
+      description = "warm-up before a server's first point (C2 compiles on the server's own CPU: keep it long)")
   double warmupFirst;
+
+  @Option(names = "--yield-warmup-s", defaultValue = "15",
+      description = "warm-up of the yield servers, whose first point is already at the highest connection count")
+  double yieldWarmup;
 
   @Option(names = "--later-warmup-s", defaultValue = "2", description = "warm-up before each later point")
   double warmup;
@@ -67,11 +72,11 @@ public final class TransportBench implements Callable<Integer> {
       description = "noop (no-op servers), router (Select and Book+Release per binding), yield (Select hop off/on)")
   List<String> steps;
 
-  @Option(names = "--pairs", defaultValue = "true", negatable = true, description = "measure Book+Release pairs")
-  boolean pairs;
+  @Option(names = "--no-pairs", description = "skip the Book+Release pairs")
+  boolean noPairs;
 
-  @Option(names = "--kv-events", defaultValue = "true", negatable = true)
-  boolean kvEvents;
+  @Option(names = "--no-kv-events", description = "register the fleet without publishing KV events")
+  boolean noKvEvents;
 
   @Option(names = "--h2load", description = "also load every server with h2load (Select, highest connection count)")
   boolean h2load;
@@ -82,7 +87,7 @@ public final class TransportBench implements Callable<Integer> {
   @Option(names = "--out", description = "where the tables go (default results/, or target/transport-quick/ with --quick)")
   Path out;
 
-  @Option(names = "--wait-quiet-s", defaultValue = "45",
+  @Option(names = "--wait-quiet-s", defaultValue = "30",
       description = "before each server, wait up to this long for other processes to use < --quiet-cores")
   double waitQuiet;
 
@@ -122,6 +127,7 @@ public final class TransportBench implements Callable<Integer> {
   public Integer call() throws Exception {
     if (quick) {
       warmupFirst = 1;
+      yieldWarmup = 1;
       warmup = 1;
       measure = 2;
       if (out == null) {
@@ -159,8 +165,9 @@ public final class TransportBench implements Callable<Integer> {
         plan.add(() -> measureServerHop("on"));
       } else {
         notes.add("The router has no `kvrouter.grpc.select-hop` key yet: the yield was measured with the bench-only "
-            + "`YieldRouterServer` (RouterService on Pekko gRPC's stock handlers, Select handed once to the actor "
-            + "system's default dispatcher before the pick when `on`).");
+            + "`YieldRouterServer`: the `pekko` binding's own handler (`GrpcServer.handler` over `GrpcServices`), "
+            + "each Select request handed once to the actor system's default dispatcher before it is decoded and "
+            + "picked when `on`, handled where it arrived when `off`.");
       }
     }
     totalSteps = plan.size();
@@ -207,6 +214,10 @@ public final class TransportBench implements Callable<Integer> {
         + "%.0f s measured", warmupFirst, warmup, measure);
   }
 
+  double yieldWarmupSeconds() {
+    return yieldWarmup;
+  }
+
   int outstanding() {
     return outstanding;
   }
@@ -238,7 +249,7 @@ public final class TransportBench implements Callable<Integer> {
 
   private List<String> pairPoints() {
     List<String> points = new ArrayList<>();
-    if (pairs) {
+    if (!noPairs) {
       Body body = bodyList().contains(Body.HASHES) ? Body.HASHES : bodyList().get(0);
       for (int c : connections) {
         points.add("pair:" + body.key + ":" + c);
@@ -271,14 +282,14 @@ public final class TransportBench implements Callable<Integer> {
 
   private void measureRouter(String binding, boolean h2) {
     String key = "router-" + binding;
-    String label = "kvrouter Select, binding `" + binding + "`";
+    String label = "kvrouter, binding `" + binding + "`";
     progress("router, binding %s: starting", binding);
     Map<String, String> env = routerEnv(binding);
     try (ServerProcess server = ServerProcess.start(
         ServerProcess.javaCommand("io.kvrouter.server.Main", flags(), List.of()), env, MAIN_UP, NOTABLE,
         logs.resolve(key + ".log")).killOnClose()) {
       int port = server.awaitPort(90);
-      String setup = RouterSetup.run(port, kvEvents);
+      String setup = RouterSetup.run(port, !noKvEvents);
       progress("router, binding %s: pid %d port %d; %s", binding, server.pid(), port, setup);
       notes.add("Router setup: " + setup + ".");
       String reported = server.notableLines().stream().map(GRPC_BINDING::matcher)
@@ -321,14 +332,14 @@ public final class TransportBench implements Callable<Integer> {
   private void measureYield(boolean hop) {
     String mode = hop ? "on" : "off";
     String key = "yield-bench-" + mode;
-    String label = "Select hop " + mode + " (bench server, Pekko gRPC stock)";
+    String label = "Select hop " + mode + " (bench server = `pekko` binding's handler)";
     progress("yield, bench server with hop %s: starting", mode);
     try (ServerProcess server = ServerProcess.start(
         ServerProcess.javaCommand(YieldRouterServer.class.getName(), flags(), List.of(mode)), routerEnv("pekko"),
         PORT_LINE, NOTABLE, logs.resolve(key + ".log"))) {
       int port = server.awaitPort(90);
-      RouterSetup.run(port, kvEvents);
-      drive(YIELD, key, label, port, server, yieldPoints());
+      RouterSetup.run(port, !noKvEvents);
+      driveYield(key, label, port, server);
     } catch (Exception e) {
       fail(YIELD, key, label, e);
     }
@@ -345,8 +356,8 @@ public final class TransportBench implements Callable<Integer> {
         ServerProcess.javaCommand("io.kvrouter.server.Main", flags, List.of()), routerEnv(binding), MAIN_UP,
         NOTABLE, logs.resolve(key + ".log")).killOnClose()) {
       int port = server.awaitPort(90);
-      RouterSetup.run(port, kvEvents);
-      drive(YIELD, key, label, port, server, yieldPoints());
+      RouterSetup.run(port, !noKvEvents);
+      driveYield(key, label, port, server);
     } catch (Exception e) {
       fail(YIELD, key, label, e);
     }
@@ -371,6 +382,17 @@ public final class TransportBench implements Callable<Integer> {
   private String drive(String group, String key, String label, int port, ServerProcess server, List<String> points)
       throws IOException, InterruptedException {
     return drive(group, key, label, port, server, points, null);
+  }
+
+  private String driveYield(String key, String label, int port, ServerProcess server)
+      throws IOException, InterruptedException {
+    double saved = warmupFirst;
+    warmupFirst = yieldWarmup;
+    try {
+      return drive(YIELD, key, label, port, server, yieldPoints());
+    } finally {
+      warmupFirst = saved;
+    }
   }
 
   /** Runs the load driver process over {@code points}; returns the server header the probe saw, null on failure. */

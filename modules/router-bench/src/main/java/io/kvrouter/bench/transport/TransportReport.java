@@ -200,6 +200,9 @@ final class TransportReport {
     StringBuilder s = new StringBuilder(header("Transport: the Dynamo PR's yield (Select on the handler's thread vs "
         + "handed once to another executor)"));
     List<Result> rows = of(TransportBench.YIELD, "select");
+    s.append(String.format(Locale.ROOT, "Each variant is its own router process with the same setup as the router "
+        + "runs (64 workers, `kv`, KV events), warmed up %.0f s at the highest connection count before its first "
+        + "point.%n%n", bench.yieldWarmupSeconds()));
     s.append(table(rows, "call")).append('\n');
     s.append("## Hop cost\n\n");
     s.append(row("server", "body", "conns", "off µs/call", "on µs/call", "Δ µs/call", "off calls/s", "on calls/s",
@@ -259,7 +262,7 @@ final class TransportReport {
   String svg() {
     int conns = bench.maxConnections();
     List<Result> bars = new ArrayList<>();
-    for (String group : List.of(TransportBench.NOOP, TransportBench.ROUTER, TransportBench.YIELD)) {
+    for (String group : List.of(TransportBench.NOOP, TransportBench.ROUTER)) {
       for (Result r : of(group, "select")) {
         if (r.ok() && r.connections() == conns) {
           bars.add(r);

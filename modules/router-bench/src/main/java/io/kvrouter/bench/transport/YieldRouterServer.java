@@ -2,46 +2,36 @@ package io.kvrouter.bench.transport;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import io.kvrouter.api.v1.Booking;
-import io.kvrouter.api.v1.BookingRef;
-import io.kvrouter.api.v1.PrefillMarked;
-import io.kvrouter.api.v1.Released;
-import io.kvrouter.api.v1.Renewed;
-import io.kvrouter.api.v1.RouteRequest;
-import io.kvrouter.api.v1.RouterPowerApi;
-import io.kvrouter.api.v1.RouterPowerApiHandlerFactory;
-import io.kvrouter.api.v1.Selection;
-import io.kvrouter.api.v1.WorkersPowerApiHandlerFactory;
-import io.kvrouter.api.v1.AdminPowerApiHandlerFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
-import io.kvrouter.server.grpc.AdminService;
-import io.kvrouter.server.grpc.GrpcErrors;
-import io.kvrouter.server.grpc.ProtoMapping;
-import io.kvrouter.server.grpc.RouterService;
-import io.kvrouter.server.grpc.WorkersService;
+import io.kvrouter.server.grpc.GrpcServer;
+import io.kvrouter.server.transport.GrpcServices;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
-import org.apache.pekko.grpc.javadsl.Metadata;
-import org.apache.pekko.grpc.javadsl.ServiceHandler;
-import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.japi.function.Function;
 
 /**
- * Bench-only router for "the Dynamo PR's yield": the real {@link RouterService}, Workers and Admin services on
- * Pekko gRPC's stock handlers (as the {@code pekko} binding serves them, without health, reflection and the body
- * limit), with Select either completed on the handler's thread ({@code off}) or handed once to the actor system's
- * default dispatcher before the pick ({@code on}). Usage: {@code YieldRouterServer off|on}; ports from the same
- * {@code KVROUTER_*} environment as {@code Main}; prints {@code PORT n} when bound.
+ * Bench-only router for "the Dynamo PR's yield": the {@code pekko} binding's own handler
+ * ({@link GrpcServer#handler} over {@link GrpcServices}, body limit, health and reflection included), with a Select
+ * request either handled on the thread that received it ({@code off}: exactly the {@code pekko} binding) or handed
+ * once to the actor system's default dispatcher before anything of it runs — decoding and the pick ({@code on}).
+ * Usage: {@code YieldRouterServer off|on}; ports from the same {@code KVROUTER_*} environment as {@code Main};
+ * prints {@code PORT n} when bound; exits when its stdin closes.
  */
 public final class YieldRouterServer {
+  private static final String SELECT_PATH = "/kvrouter.v1.Router/Select";
+
   private YieldRouterServer() {}
 
   public static void main(String[] args) {
@@ -63,16 +53,15 @@ public final class YieldRouterServer {
     Cluster cluster = Cluster.get(system);
     cluster.manager().tell(Join.create(cluster.selfMember().address()));
     RouterCluster routing = RouterCluster.init(system, Clock.SYSTEM);
-    RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"));
-    RouterService service = new RouterService(routing, new ProtoMapping(limits));
-    RouterPowerApi router = hop ? new HoppingSelect(service, system.executionContext()) : service;
-    var errors = GrpcErrors.handler();
-    var handler = ServiceHandler.concatOrNotFound(
-        RouterPowerApiHandlerFactory.create(router, errors, system),
-        WorkersPowerApiHandlerFactory.create(new WorkersService(routing), errors, system),
-        AdminPowerApiHandlerFactory.create(new AdminService(routing), errors, system));
-    ServerBinding binding = Http.get(system).newServerAt("127.0.0.1", config.getInt("kvrouter.grpc.port"))
-        .bind(handler).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    GrpcServices services = GrpcServices.create(routing, new RequestLimits(config.getInt("kvrouter.max-tokens")),
+        () -> cluster.selfMember().status() == MemberStatus.up());
+    Function<HttpRequest, CompletionStage<HttpResponse>> stock = GrpcServer.handler(system, services.router(),
+        services.workers(), services.admin(), services.health(), config.getBytes("kvrouter.grpc.max-message-bytes"));
+    Function<HttpRequest, CompletionStage<HttpResponse>> handler = hop
+        ? new HopSelect(stock, system.executionContext())
+        : stock;
+    ServerBinding binding = GrpcServer.bind(system, "127.0.0.1", config.getInt("kvrouter.grpc.port"), handler)
+        .toCompletableFuture().get(30, TimeUnit.SECONDS);
     System.out.println("PORT " + binding.localAddress().getPort());
     System.out.flush();
     while (System.in.read() >= 0) {
@@ -82,47 +71,36 @@ public final class YieldRouterServer {
     System.exit(0);
   }
 
-  /** Select handed once to another executor before the pick; everything else as RouterService answers it. */
-  static final class HoppingSelect implements RouterPowerApi {
-    private final RouterService delegate;
+  /** Hands each Select request once to {@code executor}; every other request runs where it arrived. */
+  static final class HopSelect implements Function<HttpRequest, CompletionStage<HttpResponse>> {
+    private final Function<HttpRequest, CompletionStage<HttpResponse>> delegate;
     private final Executor executor;
 
-    HoppingSelect(RouterService delegate, Executor executor) {
+    HopSelect(Function<HttpRequest, CompletionStage<HttpResponse>> delegate, Executor executor) {
       this.delegate = delegate;
       this.executor = executor;
     }
 
     @Override
-    public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
-      CompletableFuture<Selection> answer = new CompletableFuture<>();
-      executor.execute(() -> delegate.select(in, metadata).whenComplete((selection, failure) -> {
-        if (failure != null) {
-          answer.completeExceptionally(failure);
-        } else {
-          answer.complete(selection);
+    public CompletionStage<HttpResponse> apply(HttpRequest request) throws Exception {
+      if (!SELECT_PATH.equals(request.getUri().path())) {
+        return delegate.apply(request);
+      }
+      CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
+      executor.execute(() -> {
+        try {
+          delegate.apply(request).whenComplete((response, failure) -> {
+            if (failure != null) {
+              answer.completeExceptionally(failure);
+            } else {
+              answer.complete(response);
+            }
+          });
+        } catch (Throwable e) {
+          answer.completeExceptionally(e);
         }
-      }));
+      });
       return answer;
-    }
-
-    @Override
-    public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
-      return delegate.book(in, metadata);
-    }
-
-    @Override
-    public CompletionStage<Released> release(BookingRef in, Metadata metadata) {
-      return delegate.release(in, metadata);
-    }
-
-    @Override
-    public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Metadata metadata) {
-      return delegate.markPrefillDone(in, metadata);
-    }
-
-    @Override
-    public CompletionStage<Renewed> renew(BookingRef in, Metadata metadata) {
-      return delegate.renew(in, metadata);
     }
   }
 }
