@@ -163,8 +163,9 @@ public final class ApproximateKvIndex implements KvOverlapSource {
     int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
     try {
       long nowRel = now - base;
+      RankState[] states = tree.resolve(view);
       for (int i = 0; i < candidates.size(); i++) {
-        RankState state = tree.state(view.rank(candidates.rankIndex(i)));
+        RankState state = states[candidates.rankIndex(i)];
         int depth = state == null ? 0 : depth(path, matched, state.id, nowRel);
         candidates.setOverlap(i, depth, 0, 0);
       }

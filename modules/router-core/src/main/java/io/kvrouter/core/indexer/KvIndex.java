@@ -242,15 +242,9 @@ public final class KvIndex implements KvOverlapSource {
     RadixTree.Scratch scratch = RadixTree.scratch();
     Node[] path = scratch.first(sequenceHashes.length);
     int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
+    RankState[] states = tree.resolve(view);
     try {
-      for (int i = 0; i < candidates.size(); i++) {
-        RankState state = tree.state(view.rank(candidates.rankIndex(i)));
-        if (state == null || matched == 0) {
-          candidates.setOverlap(i, 0, 0, 0);
-        } else {
-          fill(candidates, i, path, matched, state);
-        }
-      }
+      fillAll(candidates, states, path, matched, scratch);
     } finally {
       RadixTree.release(path, matched);
     }
@@ -281,6 +275,75 @@ public final class KvIndex implements KvOverlapSource {
       k++;
     }
     return device | ((long) host << 21) | ((long) (k - device - host) << 42);
+  }
+
+  /**
+   * Fills the overlap of every candidate that has a state in {@code states} (by rank index; the others are left
+   * alone). Held depths come from one pass down the path ({@link #heldDepths}); a rank with any block off the device
+   * takes the per-rank tier walk.
+   */
+  static void fillAll(Candidates candidates, RankState[] states, Node[] path, int matched,
+      RadixTree.Scratch scratch) {
+    int[] depths = heldDepths(candidates, states, path, matched, scratch);
+    for (int i = 0; i < candidates.size(); i++) {
+      RankState state = states[candidates.rankIndex(i)];
+      if (state == null) {
+        continue;
+      }
+      if (state.entriesWithoutDevice == 0) {
+        candidates.setOverlap(i, depths[i], 0, 0);
+      } else {
+        fill(candidates, i, path, matched, state);
+      }
+    }
+  }
+
+  /**
+   * Every candidate's held depth in one pass down the path. A rank's blocks are prefix-closed, so the ranks on each
+   * path node are a subset of those on its parent, and an entries array as long as its parent's holds the same ranks:
+   * only where the array shrinks do candidates drop out, found by merging the (id-sorted) entries with the
+   * id-sorted candidates still in. Candidates without a state get depth 0.
+   */
+  static int[] heldDepths(Candidates candidates, RankState[] states, Node[] path, int matched,
+      RadixTree.Scratch scratch) {
+    int n = candidates.size();
+    long[] alive = scratch.keys(n);
+    int[] depths = scratch.depths(n);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      RankState state = states[candidates.rankIndex(i)];
+      depths[i] = 0;
+      if (state != null) {
+        alive[m++] = ((long) state.id << 32) | i;
+      }
+    }
+    java.util.Arrays.sort(alive, 0, m);
+    int previousLength = -1;
+    for (int k = 0; k < matched && m > 0; k++) {
+      long[] entries = path[k].entries();
+      if (entries.length == previousLength) {
+        continue;
+      }
+      previousLength = entries.length;
+      int kept = 0;
+      int e = 0;
+      for (int a = 0; a < m; a++) {
+        int id = (int) (alive[a] >>> 32);
+        while (e < entries.length && Node.idAt(entries, e) < id) {
+          e++;
+        }
+        if (e < entries.length && Node.idAt(entries, e) == id) {
+          alive[kept++] = alive[a];
+        } else {
+          depths[(int) alive[a]] = k;
+        }
+      }
+      m = kept;
+    }
+    for (int a = 0; a < m; a++) {
+      depths[(int) alive[a]] = matched;
+    }
+    return depths;
   }
 
   /** How many leading nodes of the path hold {@code id}: a binary search, since a rank's blocks are prefix-closed. */

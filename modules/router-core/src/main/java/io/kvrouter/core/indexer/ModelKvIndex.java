@@ -82,32 +82,31 @@ public final class ModelKvIndex implements KvOverlapSource {
     int eventMatched = 0;
     int approxMatched = 0;
     long nowRel = 0;
+    // A worker's ranks have event-fed states only once it publishes, and its approximate states are dropped then.
+    RankState[] eventStates = events.tree().resolve(view);
+    RankState[] approximateStates = approximate.tree().resolve(view);
     try {
       for (int i = 0; i < candidates.size(); i++) {
-        Rank rank = view.rank(candidates.rankIndex(i));
-        if (eventFed.contains(rank.workerId())) {
-          RankState state = events.tree().state(rank);
-          if (state == null) {
-            candidates.setOverlap(i, 0, 0, 0);
-            continue;
-          }
+        int rankIndex = candidates.rankIndex(i);
+        RankState eventState = eventStates[rankIndex];
+        RankState approximateState = approximateStates[rankIndex];
+        if (eventState != null) {
           if (eventPath == null) {
             eventPath = scratch.first(sequenceHashes.length);
             eventMatched = events.tree().walk(sequenceHashes, sequenceHashes.length, eventPath);
+            // every event-fed candidate at once; the loop only fills the others
+            KvIndex.fillAll(candidates, eventStates, eventPath, eventMatched, scratch);
           }
-          KvIndex.fill(candidates, i, eventPath, eventMatched, state);
-        } else {
-          RankState state = approximate.tree().state(rank);
-          if (state == null) {
-            candidates.setOverlap(i, 0, 0, 0);
-            continue;
-          }
+        } else if (approximateState != null) {
           if (approxPath == null) {
             approxPath = scratch.second(sequenceHashes.length);
             approxMatched = approximate.tree().walk(sequenceHashes, sequenceHashes.length, approxPath);
             nowRel = approximate.relativeNow(clock.getAsLong());
           }
-          candidates.setOverlap(i, ApproximateKvIndex.depth(approxPath, approxMatched, state.id, nowRel), 0, 0);
+          candidates.setOverlap(i, ApproximateKvIndex.depth(approxPath, approxMatched, approximateState.id, nowRel),
+              0, 0);
+        } else {
+          candidates.setOverlap(i, 0, 0, 0);
         }
       }
     } finally {

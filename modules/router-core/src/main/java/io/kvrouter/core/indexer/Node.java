@@ -89,6 +89,11 @@ final class Node {
   }
 
   /** The payload of rank {@code id} in {@code entries}, or -1 when the rank does not hold the block. */
+  /** The rank id of entry {@code index}. Safe from any thread. */
+  static int idAt(long[] entries, int index) {
+    return (int) ((long) LONGS.getOpaque(entries, index) >>> ID_SHIFT);
+  }
+
   static long payload(long[] entries, int id) {
     int lo = 0;
     int hi = entries.length - 1;

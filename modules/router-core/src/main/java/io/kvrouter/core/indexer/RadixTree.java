@@ -15,6 +15,8 @@ final class RadixTree {
   final Node root = new Node(0L);
   /** Readers resolve a candidate's rank to its id here; a lock-free map, written only by the writer. */
   final ConcurrentHashMap<Rank, RankState> ranks = new ConcurrentHashMap<>();
+  /** Bumped whenever a rank state is created or forgotten, so readers can cache rank → state resolutions. */
+  volatile long epoch;
   private final boolean trackBlockIds;
   private final BitSet usedIds = new BitSet();
   private int idCursor;
@@ -26,6 +28,27 @@ final class RadixTree {
   }
 
   // ---------------------------------------------------------------- reader side
+
+  /** The states of a view's ranks by rank index (null: the rank holds nothing here), cached per view and epoch. */
+  RankState[] resolve(io.kvrouter.core.selection.SelectionView view) {
+    long current = epoch;
+    Resolved cached = resolved;
+    if (cached != null && cached.view == view && cached.epoch == current) {
+      return cached.states;
+    }
+    // A resolution racing a write may hold a state just forgotten (its entries are gone: no overlap) or miss one
+    // just created; the changed epoch makes the next call resolve again.
+    RankState[] states = new RankState[view.rankCount()];
+    for (int i = 0; i < states.length; i++) {
+      states[i] = ranks.get(view.rank(i));
+    }
+    resolved = new Resolved(view, current, states);
+    return states;
+  }
+
+  private record Resolved(io.kvrouter.core.selection.SelectionView view, long epoch, RankState[] states) {}
+
+  private volatile Resolved resolved;
 
   RankState state(Rank rank) {
     return ranks.get(rank);
@@ -58,6 +81,22 @@ final class RadixTree {
   static final class Scratch {
     private Node[] first = new Node[64];
     private Node[] second = new Node[64];
+    private long[] keys = new long[64];
+    private int[] depths = new int[64];
+
+    long[] keys(int capacity) {
+      if (keys.length < capacity) {
+        keys = new long[Math.max(capacity, keys.length * 2)];
+      }
+      return keys;
+    }
+
+    int[] depths(int capacity) {
+      if (depths.length < capacity) {
+        depths = new int[Math.max(capacity, depths.length * 2)];
+      }
+      return depths;
+    }
 
     Node[] first(int capacity) {
       if (first.length < capacity) {
@@ -94,6 +133,7 @@ final class RadixTree {
     if (state == null) {
       state = new RankState(rank, allocateId(), trackBlockIds);
       ranks.put(rank, state);
+      epoch++;
     }
     return state;
   }
@@ -101,6 +141,7 @@ final class RadixTree {
   /** Forgets {@code state} (readers stop resolving it at once); its entries must be removed by the caller. */
   void forget(RankState state) {
     ranks.remove(state.rank, state);
+    epoch++;
     state.removed = true;
     usedIds.clear(state.id);
   }
