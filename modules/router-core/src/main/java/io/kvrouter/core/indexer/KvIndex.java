@@ -300,9 +300,11 @@ public final class KvIndex implements KvOverlapSource {
 
   /**
    * Every candidate's held depth in one pass down the path. A rank's blocks are prefix-closed, so the ranks on each
-   * path node are a subset of those on its parent, and an entries array as long as its parent's holds the same ranks:
-   * only where the array shrinks do candidates drop out, found by merging the (id-sorted) entries with the
-   * id-sorted candidates still in. Candidates without a state get depth 0.
+   * path node are a subset of those on its parent: an entries array as long as its parent's holds the same ranks, and
+   * where it is shorter, each rank that dropped out is found by a binary search for the first position where the two
+   * id-sorted arrays disagree. The cost is one comparison per node plus O(log ranks) per rank that drops out, not a
+   * scan per candidate. Candidates without a state get depth 0. Under a concurrent write the arrays may not nest;
+   * the search still ends (at most one drop per missing entry) and only that lookup's depths can be off.
    */
   static int[] heldDepths(Candidates candidates, RankState[] states, Node[] path, int matched,
       RadixTree.Scratch scratch) {
@@ -314,36 +316,94 @@ public final class KvIndex implements KvOverlapSource {
       RankState state = states[candidates.rankIndex(i)];
       depths[i] = 0;
       if (state != null) {
+        depths[i] = -1; // still in
         alive[m++] = ((long) state.id << 32) | i;
       }
     }
-    java.util.Arrays.sort(alive, 0, m);
-    int previousLength = -1;
-    for (int k = 0; k < matched && m > 0; k++) {
-      long[] entries = path[k].entries();
-      if (entries.length == previousLength) {
-        continue;
-      }
-      previousLength = entries.length;
-      int kept = 0;
-      int e = 0;
-      for (int a = 0; a < m; a++) {
-        int id = (int) (alive[a] >>> 32);
-        while (e < entries.length && Node.idAt(entries, e) < id) {
-          e++;
-        }
-        if (e < entries.length && Node.idAt(entries, e) == id) {
-          alive[kept++] = alive[a];
-        } else {
-          depths[(int) alive[a]] = k;
-        }
-      }
-      m = kept;
+    if (m == 0 || matched == 0) {
+      return finish(depths, n, matched);
     }
+    java.util.Arrays.sort(alive, 0, m);
+    // depth 0: candidates missing from the first node never matched
+    long[] previous = path[0].entries();
+    int e = 0;
     for (int a = 0; a < m; a++) {
-      depths[(int) alive[a]] = matched;
+      int id = (int) (alive[a] >>> 32);
+      while (e < previous.length && Node.idAt(previous, e) < id) {
+        e++;
+      }
+      if (e >= previous.length || Node.idAt(previous, e) != id) {
+        depths[(int) alive[a]] = 0;
+      }
+    }
+    for (int k = 1; k < matched; k++) {
+      long[] current = path[k].entries();
+      int drops = previous.length - current.length;
+      int from = 0;
+      int offset = 0;
+      while (drops > 0 && from < previous.length) {
+        int dropped = firstMismatch(previous, current, from, offset);
+        if (dropped >= previous.length) {
+          break;
+        }
+        markDropped(alive, m, depths, Node.idAt(previous, dropped), k);
+        offset++;
+        drops--;
+        from = dropped + 1;
+      }
+      previous = current;
+    }
+    return finish(depths, n, matched);
+  }
+
+  /** Candidates still in after the last node hold the whole matched path. */
+  private static int[] finish(int[] depths, int n, int matched) {
+    for (int i = 0; i < n; i++) {
+      if (depths[i] < 0) {
+        depths[i] = matched;
+      }
     }
     return depths;
+  }
+
+  /**
+   * The first position p ≥ from where previous[p] has no counterpart at current[p − offset] (offset = ranks already
+   * found dropped before {@code from}); previous.length when there is none.
+   */
+  private static int firstMismatch(long[] previous, long[] current, int from, int offset) {
+    int low = from;
+    int high = previous.length;
+    while (low < high) {
+      int mid = (low + high) >>> 1;
+      int at = mid - offset;
+      if (at >= 0 && at < current.length && Node.idAt(current, at) == Node.idAt(previous, mid)) {
+        low = mid + 1;
+      } else {
+        high = mid;
+      }
+    }
+    return low;
+  }
+
+  /** If rank {@code id} is a candidate still in, it drops out at depth {@code k}. */
+  private static void markDropped(long[] alive, int m, int[] depths, int id, int k) {
+    int low = 0;
+    int high = m - 1;
+    while (low <= high) {
+      int mid = (low + high) >>> 1;
+      int candidateId = (int) (alive[mid] >>> 32);
+      if (candidateId < id) {
+        low = mid + 1;
+      } else if (candidateId > id) {
+        high = mid - 1;
+      } else {
+        int candidate = (int) alive[mid];
+        if (depths[candidate] < 0) {
+          depths[candidate] = k;
+        }
+        return;
+      }
+    }
   }
 
   /** How many leading nodes of the path hold {@code id}: a binary search, since a rank's blocks are prefix-closed. */
