@@ -34,7 +34,9 @@ public final class Bench implements Runnable {
 
   /** Runs the command line in this JVM and returns its exit code (the tests call this). */
   public static int run(String... args) {
-    return new CommandLine(new Bench()).execute(args);
+    return new CommandLine(new Bench())
+        .addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench())
+        .execute(args);
   }
 
   @Override
