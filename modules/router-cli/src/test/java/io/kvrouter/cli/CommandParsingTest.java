@@ -202,12 +202,10 @@ class CommandParsingTest {
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
     }
-    long start = System.nanoTime();
     CliRun run = CliRun.run("--target", "127.0.0.1:" + port, "--timeout", "1s", "models");
     assertThat(run.exitCode()).as(run.toString()).isEqualTo(KvRouterCli.EXIT_GRPC);
     assertThat(run.out()).isEmpty();
     assertThat(run.err()).matches("(?s)ERROR (UNAVAILABLE|DEADLINE_EXCEEDED)[ :].*");
-    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(20));
   }
 
   @Test

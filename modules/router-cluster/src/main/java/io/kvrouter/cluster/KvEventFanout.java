@@ -31,12 +31,10 @@ public final class KvEventFanout {
   private final Function<String, ModelKvIndex> indexes;
   private final ActorRef<Topic.Command<Published>> topic;
   private final String self;
-  private final ActorSystem<?> system;
 
   KvEventFanout(ActorSystem<?> system, ViewRegistry registry, Function<String, ModelKvIndex> indexes) {
     this.registry = registry;
     this.indexes = indexes;
-    this.system = system;
     Cluster cluster = Cluster.get(system);
     this.self = cluster.selfMember().address().toString();
     String region = cluster.selfMember().dataCenter();
@@ -45,10 +43,6 @@ public final class KvEventFanout {
     ActorRef<Published> subscriber = system.systemActorOf(subscriber(), "kv-events-subscriber",
         org.apache.pekko.actor.typed.Props.empty());
     topic.tell(Topic.subscribe(subscriber));
-  }
-
-  ActorSystem<?> system() {
-    return system;
   }
 
   private Behavior<Published> subscriber() {

@@ -28,14 +28,14 @@ public final class RouterCluster {
   private final ConcurrentHashMap<String, SchedulerQueue> queues = new ConcurrentHashMap<>();
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, Clock clock, AdmissionConfig config,
-      Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents) {
+      Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents, String region) {
     this.sharding = sharding;
     this.registry = registry;
     this.clock = clock;
     this.config = config;
     this.kvIndex = kvIndex;
     this.kvEvents = kvEvents;
-    this.region = org.apache.pekko.cluster.typed.Cluster.get(kvEvents.system()).selfMember().dataCenter();
+    this.region = region;
   }
 
   /** This node's region (its Pekko data center); workers registered without a region belong to it. */
@@ -67,7 +67,8 @@ public final class RouterCluster {
         .withSettings(settings)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
     RouterCluster node = new RouterCluster(sharding, registry, clock, config, kvIndex,
-        new KvEventFanout(system, registry, kvIndex));
+        new KvEventFanout(system, registry, kvIndex),
+        org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().dataCenter());
     Holder.ID.apply(system).node = node;
     return node;
   }
