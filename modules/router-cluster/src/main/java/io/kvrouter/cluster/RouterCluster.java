@@ -102,16 +102,4 @@ public final class RouterCluster {
   public List<String> models() {
     return registry.models();
   }
-
-  public ViewRegistry registry() {
-    return registry;
-  }
-
-  public Clock clock() {
-    return clock;
-  }
-
-  public AdmissionConfig config() {
-    return config;
-  }
 }

@@ -1,7 +1,5 @@
 package io.kvrouter.core.selection;
 
-import java.util.Arrays;
-
 /**
  * Per-call scratch of one selection: the eligible ranks with their projected loads, overlaps and costs. Each caller
  * owns its own instance (a thread-local one inline, a field in the actor), so nothing here is shared.
@@ -128,10 +126,5 @@ public final class Candidates {
   /** Scratch for a softmax picker's weights; valid for indexes below {@link #size()}. */
   public double[] scratchWeights() {
     return weights;
-  }
-
-  /** A copy of the costs, for tests and diagnostics. */
-  public double[] costs() {
-    return Arrays.copyOf(cost, size);
   }
 }
