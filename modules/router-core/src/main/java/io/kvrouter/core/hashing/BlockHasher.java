@@ -116,12 +116,10 @@ public final class BlockHasher {
     int blocks = blockCount(checkCount(tokens, tokenCount), blockSize);
     checkOut(out, blocks);
     LongHashFunction function = function(seed);
-    long previous = 0;
     for (int b = 0; b < blocks; b++) {
-      long local = hashBlock(function, tokens, b * blockSize, blockSize);
-      previous = b == 0 ? local : chain(function, previous, local);
-      out[b] = previous;
+      out[b] = hashBlock(function, tokens, b * blockSize, blockSize);
     }
+    chainInPlace(function, out, blocks);
     return blocks;
   }
 
@@ -130,12 +128,34 @@ public final class BlockHasher {
    * local hash of each full block) instead of tokens, and the router chains them itself.
    */
   public static long[] sequenceHashesFromLocal(long[] localHashes, long seed) {
-    long[] out = new long[localHashes.length];
-    LongHashFunction function = function(seed);
-    for (int b = 0; b < localHashes.length; b++) {
-      out[b] = b == 0 ? localHashes[0] : chain(function, out[b - 1], localHashes[b]);
-    }
+    long[] out = localHashes.clone();
+    chainInPlace(function(seed), out, out.length);
     return out;
+  }
+
+  /**
+   * Turns the local hashes in {@code hashes[0, count)} into sequence hashes in place: {@code hashes[i-1]} already
+   * holds the previous sequence hash when step i hashes the 16 bytes {@code hashes[i-1, i+1)}, so the chain reads
+   * its input straight from the array, with no per-step buffer.
+   */
+  public static void chainInPlace(long[] hashes, int count, long seed) {
+    chainInPlace(function(seed), hashes, count);
+  }
+
+  private static void chainInPlace(LongHashFunction function, long[] hashes, int count) {
+    if (count > hashes.length) {
+      throw new IllegalArgumentException("count " + count + " exceeds the " + hashes.length + " hashes given");
+    }
+    if (!LITTLE_ENDIAN) {
+      for (int b = 1; b < count; b++) {
+        hashes[b] = chain(function, hashes[b - 1], hashes[b]);
+      }
+      return;
+    }
+    for (int b = 1; b < count; b++) {
+      // native order is little-endian: the two adjacent longs are le64(previous) ‖ le64(local)
+      hashes[b] = function.hashLongs(hashes, b - 1, 2);
+    }
   }
 
   /** One chaining step: XXH3-64(le64(previous) ‖ le64(local)). */

@@ -84,6 +84,36 @@ public final class Candidates {
     cost[i] = value;
   }
 
+  /** least_in_flight and power_of_two: a candidate's cost is its in-flight requests. */
+  void setInFlightCosts() {
+    int[] requests = inFlight;
+    double[] costs = cost;
+    for (int i = 0; i < size; i++) {
+      costs[i] = requests[i];
+    }
+  }
+
+  /**
+   * Dynamo's kv cost for every candidate (see {@link Selector#computeCosts}); one pass over the arrays, with the
+   * request's terms computed once by the caller.
+   */
+  void setKvCosts(int islTokens, double blockSize, int requestBlocks, double credit, double hostWeight,
+      double diskWeight, double scale) {
+    int[] device = deviceOverlap;
+    int[] host = hostOverlap;
+    int[] disk = diskOverlap;
+    int[] active = activeMatched;
+    long[] prefillTokens = this.prefillTokens;
+    long[] decodeBlocks = this.decodeBlocks;
+    double[] costs = cost;
+    for (int i = 0; i < size; i++) {
+      double creditBlocks = credit * device[i] + hostWeight * host[i] + diskWeight * disk[i];
+      double prefill = (prefillTokens[i] + islTokens) / blockSize - creditBlocks;
+      int additionalActive = requestBlocks - active[i];
+      costs[i] = scale * (prefill > 0 ? prefill : 0) + decodeBlocks[i] + (additionalActive > 0 ? additionalActive : 0);
+    }
+  }
+
   public int deviceOverlap(int i) {
     return deviceOverlap[i];
   }

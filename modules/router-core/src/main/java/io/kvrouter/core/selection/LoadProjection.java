@@ -41,14 +41,19 @@ public final class LoadProjection {
     int ranks = view.rankCount();
     out.reset(ranks);
     int eligibleIgnoringOverload = 0;
+    // the common request names no worker: test the filters per rank only when it does
+    boolean filtered = pinned != null || !allowed.isEmpty();
+    boolean thresholds = hasThresholds(policy);
     for (int i = 0; i < ranks; i++) {
-      Rank rank = view.rank(i);
-      if (pinned != null && (!rank.workerId().equals(pinned)
-          || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
-        continue;
-      }
-      if (!allowed.isEmpty() && !allowed.contains(rank.workerId())) {
-        continue;
+      if (filtered) {
+        Rank rank = view.rank(i);
+        if (pinned != null && (!rank.workerId().equals(pinned)
+            || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
+          continue;
+        }
+        if (!allowed.isEmpty() && !allowed.contains(rank.workerId())) {
+          continue;
+        }
       }
       LoadCell cell = view.cell(i);
       ReportedLoad reported = cell.reported();
@@ -57,7 +62,7 @@ public final class LoadProjection {
       }
       eligibleIgnoringOverload++;
       RankLoad booked = cell.booked();
-      if (isOverloaded(policy, view.rankWorker(i), booked, reported)) {
+      if (thresholds && isOverloaded(policy, view.rankWorker(i), booked, reported)) {
         continue;
       }
       out.add(i, booked.inFlight(), booked.prefillTokens(), booked.decodeBlocks());
@@ -75,6 +80,11 @@ public final class LoadProjection {
       throw RoutingError.unavailable(RoutingError.NO_ENDPOINTS,
           "no eligible worker for model '" + view.model() + "'").toException();
     }
+  }
+
+  private static boolean hasThresholds(PolicyConfig policy) {
+    return policy.activeDecodeBlocksThreshold() != null || policy.activePrefillTokensThreshold() != null
+        || policy.activePrefillTokensThresholdFrac() != null;
   }
 
   /** A rank that never reported is never timed out; one that did must keep reporting. */

@@ -29,11 +29,8 @@ public final class Selector {
   static void computeCosts(SelectionView view, SelectionRequest request, Candidates c) {
     PolicyConfig policy = view.policy();
     Policy kind = policy.policy();
-    int n = c.size();
     if (kind == Policy.LEAST_IN_FLIGHT || kind == Policy.POWER_OF_TWO) {
-      for (int i = 0; i < n; i++) {
-        c.setCost(i, c.inFlight(i));
-      }
+      c.setInFlightCosts();
       return;
     }
     if (kind != Policy.KV) {
@@ -50,12 +47,7 @@ public final class Selector {
     double scale = request.prefillLoadScale() != null ? request.prefillLoadScale() : policy.prefillLoadScale();
     double hostWeight = policy.hostCacheHitWeight();
     double diskWeight = policy.diskCacheHitWeight();
-    for (int i = 0; i < n; i++) {
-      double creditBlocks = credit * c.deviceOverlap(i) + hostWeight * c.hostOverlap(i) + diskWeight * c.diskOverlap(i);
-      double prefill = Math.max((c.prefillTokens(i) + request.islTokens()) / blockSize - creditBlocks, 0);
-      int additionalActive = Math.max(requestBlocks - c.activeMatched(i), 0);
-      c.setCost(i, scale * prefill + c.decodeBlocks(i) + additionalActive);
-    }
+    c.setKvCosts(request.islTokens(), blockSize, requestBlocks, credit, hostWeight, diskWeight, scale);
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
   }
 

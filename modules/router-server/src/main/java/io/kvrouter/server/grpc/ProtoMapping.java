@@ -78,11 +78,12 @@ public final class ProtoMapping {
         throw RoutingError.invalid(RoutingError.MALFORMED, localCount + " block_hashes for " + isl
             + " tokens: at most " + isl / blockSize + " full blocks of " + blockSize).toException();
       }
-      long[] local = new long[localCount];
+      long[] hashes = new long[localCount];
       for (int i = 0; i < localCount; i++) {
-        local[i] = in.getBlockHashes(i);
+        hashes[i] = in.getBlockHashes(i);
       }
-      return BlockHasher.sequenceHashesFromLocal(local, seed);
+      BlockHasher.chainInPlace(hashes, localCount, seed);
+      return hashes;
     }
     int count = in.getTokenIdsCount();
     if (count == 0 || count > limits.maxTokens()) {
