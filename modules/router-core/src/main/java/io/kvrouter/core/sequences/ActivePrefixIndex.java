@@ -6,33 +6,48 @@ import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.SelectionView;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jctools.maps.NonBlockingHashMapLong;
 
 /**
  * Which sequence-hash prefixes each rank's live bookings hold, refcounted. A sequence hash names its whole prefix,
  * so a rank holding hash i holds hashes 0..i: the matched depth is found by binary search. One writer (the admission
  * actor) changes it; both selection paths read it concurrently. A read racing a write may see a booking half added,
  * which can only make one pick worse, never break the ledger.
+ *
+ * <p>Each rank's counts live in a lock-free map with primitive {@code long} keys (JCTools), so neither the Book's
+ * add, the Release's remove nor a Select's probes box a hash; counts up to 127 are the JDK's cached Integers.
  */
 public final class ActivePrefixIndex implements ActivePrefixSource {
-  private final Map<Rank, ConcurrentHashMap<Long, Integer>> held = new ConcurrentHashMap<>();
+  private final Map<Rank, NonBlockingHashMapLong<Integer>> held = new ConcurrentHashMap<>();
 
+  /** Counts one more booking holding {@code sequenceHashes} on {@code rank}. Writer only. */
   public void add(Rank rank, long[] sequenceHashes) {
     if (sequenceHashes.length == 0) {
       return;
     }
-    ConcurrentHashMap<Long, Integer> counts = held.computeIfAbsent(rank, r -> new ConcurrentHashMap<>());
+    NonBlockingHashMapLong<Integer> counts = held.computeIfAbsent(rank, r -> new NonBlockingHashMapLong<>());
     for (long hash : sequenceHashes) {
-      counts.merge(hash, 1, Integer::sum);
+      Integer count = counts.get(hash);
+      counts.put(hash, Integer.valueOf(count == null ? 1 : count + 1));
     }
   }
 
+  /** Counts one booking fewer; a hash no booking holds any more is dropped. Writer only. */
   public void remove(Rank rank, long[] sequenceHashes) {
-    ConcurrentHashMap<Long, Integer> counts = held.get(rank);
+    NonBlockingHashMapLong<Integer> counts = held.get(rank);
     if (counts == null) {
       return;
     }
     for (long hash : sequenceHashes) {
-      counts.computeIfPresent(hash, (h, count) -> count > 1 ? count - 1 : null);
+      Integer count = counts.get(hash);
+      if (count == null) {
+        continue;
+      }
+      if (count > 1) {
+        counts.put(hash, Integer.valueOf(count - 1));
+      } else {
+        counts.remove(hash);
+      }
     }
   }
 
@@ -42,10 +57,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
 
   /** How many leading blocks of {@code sequenceHashes} the rank's live bookings hold. */
   public int matchedDepth(Rank rank, long[] sequenceHashes) {
-    ConcurrentHashMap<Long, Integer> counts = held.get(rank);
-    if (counts == null || counts.isEmpty()) {
-      return 0;
-    }
+    NonBlockingHashMapLong<Integer> counts = held.get(rank);
+    return counts == null ? 0 : matchedDepth(counts, sequenceHashes);
+  }
+
+  private static int matchedDepth(NonBlockingHashMapLong<Integer> counts, long[] sequenceHashes) {
     int low = 0;
     int high = sequenceHashes.length;
     while (low < high) {
@@ -65,7 +81,8 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
       return;
     }
     for (int i = 0; i < candidates.size(); i++) {
-      candidates.setActiveMatched(i, matchedDepth(view.rank(candidates.rankIndex(i)), sequenceHashes));
+      NonBlockingHashMapLong<Integer> counts = held.get(view.rank(candidates.rankIndex(i)));
+      candidates.setActiveMatched(i, counts == null ? 0 : matchedDepth(counts, sequenceHashes));
     }
   }
 }
