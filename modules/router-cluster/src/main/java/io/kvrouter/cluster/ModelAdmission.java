@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -90,12 +91,14 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /** What the node gives each admission actor it hosts. */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
-      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, Duration testOnlyBookDelay) {}
+      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, Duration testOnlyBookDelay,
+      LocalAdmissions locals) {}
 
   private final AdmissionState state;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
   private final TimerScheduler<Command> timers;
   private final Duration bookDelay;
+  private final LocalAdmissions locals;
 
   public static Behavior<Command> create(String model, Environment env) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
@@ -109,8 +112,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     super(context);
     this.timers = timers;
     this.bookDelay = env.testOnlyBookDelay();
+    this.locals = env.locals();
     this.state = new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
         env.registry()::publish);
+    locals.started(model, context.getSelf());
     context.getLog().debug("admission for model '{}' started", model);
   }
 
@@ -130,6 +135,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(GetState.class, m -> reply(m.replyTo(), state.snapshot()))
         .onMessage(SelectOnActor.class, this::onSelectOnActor)
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
+        .onSignal(PostStop.class, signal -> {
+          locals.stopped(state.model(), getContext().getSelf());
+          return this;
+        })
         .build();
   }
 

@@ -9,6 +9,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
+import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
@@ -20,6 +21,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 public final class RouterCluster {
   private final ClusterSharding sharding;
   private final ViewRegistry registry;
+  private final LocalAdmissions locals;
+  private final Scheduler scheduler;
   private final Clock clock;
   private final AdmissionConfig config;
   private final Function<String, ModelKvIndex> kvIndex;
@@ -27,10 +30,13 @@ public final class RouterCluster {
   private final String region;
   private final ConcurrentHashMap<String, SchedulerQueue> queues = new ConcurrentHashMap<>();
 
-  private RouterCluster(ClusterSharding sharding, ViewRegistry registry, Clock clock, AdmissionConfig config,
-      Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents, String region) {
+  private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
+      Clock clock, AdmissionConfig config, Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents,
+      String region) {
     this.sharding = sharding;
     this.registry = registry;
+    this.locals = locals;
+    this.scheduler = scheduler;
     this.clock = clock;
     this.config = config;
     this.kvIndex = kvIndex;
@@ -58,15 +64,16 @@ public final class RouterCluster {
     ConcurrentHashMap<String, ModelKvIndex> kvIndexes = new ConcurrentHashMap<>();
     Function<String, ModelKvIndex> kvIndex = model -> kvIndexes.computeIfAbsent(model,
         m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(), 0.8, clock::millis));
+    LocalAdmissions locals = new LocalAdmissions();
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, config.testOnlyBookDelay());
+        config.expiryInterval(), kvIndex::apply, config.testOnlyBookDelay(), locals);
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle.
     ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
     sharding.init(Entity.of(ModelAdmission.ENTITY_KEY, ctx -> ModelAdmission.create(ctx.getEntityId(), env))
         .withSettings(settings)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
-    RouterCluster node = new RouterCluster(sharding, registry, clock, config, kvIndex,
+    RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndex,
         new KvEventFanout(system, registry, kvIndex),
         org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().dataCenter());
     Holder.ID.apply(system).node = node;
@@ -95,7 +102,8 @@ public final class RouterCluster {
 
   public SchedulerQueue queue(String model) {
     return queues.computeIfAbsent(model, m -> new SchedulerQueue(m,
-        sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), registry.slot(m), clock, config));
+        sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), locals.slot(m), scheduler, registry.slot(m), clock,
+        config));
   }
 
   /** Models with at least one registered worker, as this node sees them. */

@@ -26,6 +26,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 
 /**
@@ -39,14 +41,20 @@ public final class SchedulerQueue {
 
   private final String model;
   private final EntityRef<ModelAdmission.Command> entity;
+  /** The model's admission actor while it runs on this node (see {@link LocalAdmissions}), else null. */
+  private final AtomicReference<ActorRef<ModelAdmission.Command>> local;
+  private final Scheduler scheduler;
   private final AtomicReference<SelectionView> view;
   private final Clock clock;
   private final AdmissionConfig config;
 
-  SchedulerQueue(String model, EntityRef<ModelAdmission.Command> entity, AtomicReference<SelectionView> view,
+  SchedulerQueue(String model, EntityRef<ModelAdmission.Command> entity,
+      AtomicReference<ActorRef<ModelAdmission.Command>> local, Scheduler scheduler, AtomicReference<SelectionView> view,
       Clock clock, AdmissionConfig config) {
     this.model = model;
     this.entity = entity;
+    this.local = local;
+    this.scheduler = scheduler;
     this.view = view;
     this.clock = clock;
     this.config = config;
@@ -93,22 +101,22 @@ public final class SchedulerQueue {
     Duration timeout = askTimeout(remaining);
     long deadlineMillis = clock.millis() + timeout.toMillis();
     CompletableFuture<BookingAnswer> result = new CompletableFuture<>();
-    entity.<ModelAdmission.BookReply>ask(
-            replyTo -> new ModelAdmission.Book(request, nonce, deadlineMillis, replyTo), timeout)
+    this.<ModelAdmission.BookReply>send(replyTo -> new ModelAdmission.Book(request, nonce, deadlineMillis, replyTo),
+            timeout)
         .whenCompleteAsync((reply, failure) -> {
           if (failure != null) {
-            entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+            tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
             result.completeExceptionally(mapFailure(failure, remaining));
           } else if (reply.error() != null) {
             result.completeExceptionally(reply.error().toException());
           } else if (!result.complete(reply.answer())) {
             // the caller cancelled while the ask was in flight: undo the booking made for it
-            entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+            tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
           }
         }, SAME_THREAD);
     result.whenComplete((answer, failure) -> {
       if (result.isCancelled()) {
-        entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+        tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
       }
     });
     return result;
@@ -178,7 +186,7 @@ public final class SchedulerQueue {
   private <R, T> CompletionStage<T> ask(org.apache.pekko.japi.function.Function<ActorRef<R>, ModelAdmission.Command>
       message, Duration remaining, Function<R, T> onReply) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    entity.ask(message, askTimeout(remaining)).whenCompleteAsync((reply, failure) -> {
+    send(message, askTimeout(remaining)).whenCompleteAsync((reply, failure) -> {
       if (failure != null) {
         result.completeExceptionally(mapFailure(failure, remaining));
         return;
@@ -190,6 +198,27 @@ public final class SchedulerQueue {
       }
     }, SAME_THREAD);
     return result;
+  }
+
+  /** The model's admission actor while it runs on this node (commands then skip the region), else null. */
+  ActorRef<ModelAdmission.Command> localAdmission() {
+    return local.get();
+  }
+
+  /** Asks the actor directly while it runs on this node, else through the shard region. */
+  private <R> CompletionStage<R> send(
+      org.apache.pekko.japi.function.Function<ActorRef<R>, ModelAdmission.Command> message, Duration timeout) {
+    ActorRef<ModelAdmission.Command> here = local.get();
+    return here != null ? AskPattern.ask(here, message, timeout, scheduler) : entity.ask(message, timeout);
+  }
+
+  private void tell(ModelAdmission.Command command) {
+    ActorRef<ModelAdmission.Command> here = local.get();
+    if (here != null) {
+      here.tell(command);
+    } else {
+      entity.tell(command);
+    }
   }
 
   private Duration askTimeout(Duration remaining) {

@@ -1,0 +1,32 @@
+package io.kvrouter.cluster;
+
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * The admission actors hosted on this node, by model. A model's {@link SchedulerQueue} sends straight to its actor
+ * while the actor lives here, instead of through the shard region and the shard (two mailbox hops per command), and
+ * falls back to the region otherwise: when the model's shard lives on another node, before its actor has started here,
+ * and from the moment it stops (a rebalance hands the shard off). A command racing that stop is lost with the actor
+ * and its ask times out, which a rebalance does to in-flight commands anyway: the caller gets an error, never a
+ * silent booking.
+ */
+final class LocalAdmissions {
+  private final ConcurrentHashMap<String, AtomicReference<ActorRef<ModelAdmission.Command>>> actors =
+      new ConcurrentHashMap<>();
+
+  /** The model's slot: holds its actor while it runs on this node, else null. */
+  AtomicReference<ActorRef<ModelAdmission.Command>> slot(String model) {
+    return actors.computeIfAbsent(model, m -> new AtomicReference<>());
+  }
+
+  void started(String model, ActorRef<ModelAdmission.Command> actor) {
+    slot(model).set(actor);
+  }
+
+  /** Clears the slot unless a newer incarnation already took it. */
+  void stopped(String model, ActorRef<ModelAdmission.Command> actor) {
+    slot(model).compareAndSet(actor, null);
+  }
+}
