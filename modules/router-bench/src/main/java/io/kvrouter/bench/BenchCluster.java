@@ -33,7 +33,8 @@ final class BenchCluster implements AutoCloseable {
   /** A trivial entity's only message: it answers at once. */
   record Ping(ActorRef<Pong> replyTo) {}
 
-  enum Pong { INSTANCE }
+  /** The answer names the entity, so a caller on its node can then ask it without the region (as Books do). */
+  record Pong(ActorRef<Ping> from) {}
 
   static final EntityTypeKey<Ping> ECHO_KEY = EntityTypeKey.create(Ping.class, "BenchEcho");
 
@@ -90,11 +91,14 @@ final class BenchCluster implements AutoCloseable {
         Thread.sleep(20);
       }
       RouterCluster routing = RouterCluster.init(system, Clock.SYSTEM);
-      ClusterSharding.get(system).init(Entity.of(ECHO_KEY, ctx -> Behaviors.receive(Ping.class)
-              .onMessage(Ping.class, ping -> {
-                ping.replyTo().tell(Pong.INSTANCE);
-                return Behaviors.same();
-              }).build())
+      ClusterSharding.get(system).init(Entity.of(ECHO_KEY, ctx -> Behaviors.<Ping>setup(self -> {
+            Pong pong = new Pong(self.getSelf());
+            return Behaviors.receive(Ping.class)
+                .onMessage(Ping.class, ping -> {
+                  ping.replyTo().tell(pong);
+                  return Behaviors.same();
+                }).build();
+          }))
           .withSettings(ClusterShardingSettings.create(system).withNoPassivationStrategy())
           .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
       return new BenchCluster(system, routing);

@@ -38,7 +38,7 @@ public final class TransportBench implements Callable<Integer> {
   boolean quick;
 
   @Option(names = "--warmup-s", defaultValue = "8",
-      description = "warm-up before a server's first point (C2 compiles on the server's own CPU: keep it long)")
+      description = "warm-up before the first point of each call kind (Select, Book+Release) on a server (C2 compiles on the server's own CPU: keep it long)")
   double warmupFirst;
 
   @Option(names = "--yield-warmup-s", defaultValue = "15",
@@ -210,8 +210,8 @@ public final class TransportBench implements Callable<Integer> {
   }
 
   String windows() {
-    return String.format(Locale.ROOT, "%.0f s warm-up before a server's first point, %.0f s before each later one, "
-        + "%.0f s measured", warmupFirst, warmup, measure);
+    return String.format(Locale.ROOT, "%.0f s warm-up before the first point of each call kind (Select, "
+        + "Book+Release) on a server, %.0f s before each later one, %.0f s measured", warmupFirst, warmup, measure);
   }
 
   double yieldWarmupSeconds() {
@@ -407,7 +407,8 @@ public final class TransportBench implements Callable<Integer> {
     Path log = logs.resolve("driver-" + key + ".log");
     Process driver = new ProcessBuilder(ServerProcess.javaCommand(LoadDriver.class.getName(), flags(), args))
         .redirectError(log.toFile()).start();
-    long budgetS = Math.round(warmupFirst + points.size() * (warmup + measure + 15) + 60);
+    long kinds = points.stream().map(p -> p.substring(0, p.indexOf(':'))).distinct().count();
+    long budgetS = Math.round(kinds * warmupFirst + points.size() * (warmup + measure + 15) + 60);
     Thread watchdog = new Thread(() -> {
       try {
         if (!driver.waitFor(budgetS, TimeUnit.SECONDS)) {

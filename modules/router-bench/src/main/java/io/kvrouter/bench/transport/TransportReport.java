@@ -33,15 +33,30 @@ final class TransportReport {
     this.notes = notes;
   }
 
+  /**
+   * Writes the tables this run has rows for; a file whose step did not run (say {@code --steps yield}) keeps what
+   * an earlier run wrote, so a partial run never blanks the published tables.
+   */
   void write(Path out) throws IOException {
     Files.createDirectories(out);
-    Files.writeString(out.resolve("transport-select.md"), select());
-    Files.writeString(out.resolve("transport-book.md"), book());
-    Files.writeString(out.resolve("transport-yield.md"), hop());
+    boolean selects = hasRows(TransportBench.NOOP, "select") || hasRows(TransportBench.ROUTER, "select");
+    if (selects) {
+      Files.writeString(out.resolve("transport-select.md"), select());
+      Files.writeString(out.resolve("transport-cpu.svg"), svg());
+    }
+    if (hasRows(TransportBench.NOOP, "pair") || hasRows(TransportBench.ROUTER, "pair")) {
+      Files.writeString(out.resolve("transport-book.md"), book());
+    }
+    if (!results.stream().filter(r -> r.group().equals(TransportBench.YIELD)).toList().isEmpty()) {
+      Files.writeString(out.resolve("transport-yield.md"), hop());
+    }
     if (!h2.isEmpty()) {
       Files.writeString(out.resolve("transport-h2load.md"), h2load());
     }
-    Files.writeString(out.resolve("transport-cpu.svg"), svg());
+  }
+
+  private boolean hasRows(String group, String mode) {
+    return !of(group, mode).isEmpty();
   }
 
   private String header(String title) {
