@@ -34,6 +34,15 @@ public final class TransportBench implements Callable<Integer> {
   static final String ROUTER = "router";
   static final String YIELD = "yield";
 
+  @Option(names = "--rounds", defaultValue = "3",
+      description = "measure every no-op server and router binding this many times, in turn, all kept running: the "
+          + "host's speed drifts between minutes, so targets are judged on the median of per-round ratios")
+  int rounds;
+
+  @Option(names = "--round-warmup-s", defaultValue = "5",
+      description = "warm-up before each point of rounds after the first (a fresh driver JVM each time)")
+  double roundWarmup;
+
   @Option(names = "--quick", description = "1 s warm-ups and 2 s windows (a smoke run; written to --out only if given)")
   boolean quick;
 
@@ -105,11 +114,13 @@ public final class TransportBench implements Callable<Integer> {
   private long clockTicks;
   private int step;
   private int totalSteps;
+  /** The round being measured (1-based); 0 outside the rounds (the yield servers). */
+  private int round;
 
   /** One measured point from the grpc-java driver. */
   record Result(String group, String server, String label, String mode, Body body, int connections, double opsPerS,
       double p50, double p99, double mean, double serverUs, double clientUs, long ops, String outcomes,
-      double otherCores, String error) {
+      double otherCores, int round, String error) {
     boolean ok() {
       return error == null && ops > 0;
     }
@@ -146,16 +157,25 @@ public final class TransportBench implements Callable<Integer> {
     }
     boolean h2 = h2load && h2loadAvailable();
     List<Runnable> plan = new ArrayList<>();
+    List<Running> servers = new ArrayList<>();
     if (steps.contains(NOOP)) {
       for (String key : noopServers) {
         Kind kind = Kind.of(key);
-        plan.add(() -> measureNoop(kind, h2));
+        plan.add(() -> startNoop(kind).ifPresent(servers::add));
       }
     }
     if (steps.contains(ROUTER)) {
       for (String binding : bindings) {
-        plan.add(() -> measureRouter(binding, h2));
+        plan.add(() -> startRouter(binding).ifPresent(servers::add));
       }
+    }
+    if (steps.contains(NOOP) || steps.contains(ROUTER)) {
+      int measuredRounds = quick ? 1 : Math.max(1, rounds);
+      for (int r = 1; r <= measuredRounds; r++) {
+        int thisRound = r;
+        plan.add(() -> measureRound(servers, thisRound, h2 && thisRound == 1));
+      }
+      plan.add(() -> servers.forEach(Running::close));
     }
     if (steps.contains(YIELD)) {
       plan.add(() -> measureYield(false));
@@ -174,10 +194,14 @@ public final class TransportBench implements Callable<Integer> {
     progress("plan: %d servers, %s connections x %d outstanding, windows %.0f s first warm-up / %.0f s warm-up / "
         + "%.0f s measure, CLK_TCK %d, logs in %s", plan.size(), connections, outstanding, warmupFirst, warmup,
         measure, clockTicks, logs);
-    for (Runnable item : plan) {
-      step++;
-      waitQuiet();
-      item.run();
+    try {
+      for (Runnable item : plan) {
+        step++;
+        waitQuiet();
+        item.run();
+      }
+    } finally {
+      servers.forEach(Running::close);
     }
     new TransportReport(this, results, h2Results, notes).write(out);
     progress("tables written to %s", out.toAbsolutePath().normalize());
@@ -203,6 +227,10 @@ public final class TransportBench implements Callable<Integer> {
 
   List<Body> bodyList() {
     return bodies.stream().map(Body::of).toList();
+  }
+
+  List<Integer> connectionCounts() {
+    return connections.stream().sorted().distinct().toList();
   }
 
   int maxConnections() {
@@ -263,57 +291,105 @@ public final class TransportBench implements Callable<Integer> {
   private static final Pattern GRPC_BINDING = Pattern.compile("gRPC \\((\\S+) binding\\)");
   private static final Pattern NOTABLE = Pattern.compile("(?i)binding|select-hop|ERROR|Exception");
 
-  private void measureNoop(Kind kind, boolean h2) {
-    List<String> points = new ArrayList<>(selectPoints());
-    points.addAll(pairPoints());
-    progress("no-op server %s: starting", kind.label);
-    try (ServerProcess server = ServerProcess.start(
-        ServerProcess.javaCommand(NoopServer.class.getName(), flags(), List.of(kind.key)), Map.of(), PORT_LINE,
-        NOTABLE, logs.resolve("noop-" + kind.key + ".log"))) {
-      int port = server.awaitPort(60);
-      drive(NOOP, kind.key, kind.label, port, server, points);
-      if (h2) {
-        runH2load(kind.key, kind.label, port, server);
-      }
-    } catch (Exception e) {
-      fail(NOOP, kind.key, kind.label, e);
+  /** A server kept running through the rounds. */
+  private record Running(String group, String key, String label, String binding, ServerProcess process, int port)
+      implements AutoCloseable {
+    @Override
+    public void close() {
+      process.close();
     }
   }
 
-  private void measureRouter(String binding, boolean h2) {
+  private java.util.Optional<Running> startNoop(Kind kind) {
+    progress("no-op server %s: starting", kind.label);
+    ServerProcess server = null;
+    try {
+      server = ServerProcess.start(ServerProcess.javaCommand(NoopServer.class.getName(), flags(), List.of(kind.key)),
+          Map.of(), PORT_LINE, NOTABLE, logs.resolve("noop-" + kind.key + ".log"));
+      return java.util.Optional.of(new Running(NOOP, kind.key, kind.label, null, server, server.awaitPort(60)));
+    } catch (Exception e) {
+      if (server != null) {
+        server.close();
+      }
+      fail(NOOP, kind.key, kind.label, e);
+      return java.util.Optional.empty();
+    }
+  }
+
+  private java.util.Optional<Running> startRouter(String binding) {
     String key = "router-" + binding;
     String label = "kvrouter, binding `" + binding + "`";
     progress("router, binding %s: starting", binding);
-    Map<String, String> env = routerEnv(binding);
-    try (ServerProcess server = ServerProcess.start(
-        ServerProcess.javaCommand("io.kvrouter.server.Main", flags(), List.of()), env, MAIN_UP, NOTABLE,
-        logs.resolve(key + ".log")).killOnClose()) {
+    ServerProcess server = null;
+    try {
+      server = ServerProcess.start(ServerProcess.javaCommand("io.kvrouter.server.Main", flags(), List.of()),
+          routerEnv(binding), MAIN_UP, NOTABLE, logs.resolve(key + ".log")).killOnClose();
       int port = server.awaitPort(90);
       String setup = RouterSetup.run(port, !noKvEvents);
       progress("router, binding %s: pid %d port %d; %s", binding, server.pid(), port, setup);
       notes.add("Router setup: " + setup + ".");
       String reported = server.notableLines().stream().map(GRPC_BINDING::matcher)
           .filter(java.util.regex.Matcher::find).map(m -> m.group(1)).findFirst().orElse(null);
-      List<String> points = new ArrayList<>(selectPoints());
-      points.addAll(pairPoints());
-      String probeServer = drive(ROUTER, key, label, port, server, points, binding);
-      if (probeServer == null) {
-        return;
+      if (reported != null && !reported.equals(binding)) {
+        notes.add("Binding `" + binding + "`: the server logged \"gRPC (" + reported + " binding)\" — **not the "
+            + "binding requested**.");
       }
-      if (reported == null) {
-        notes.add("Binding `" + binding + "`: the server's output did not name its binding (HTTP `server` header "
-            + "seen by the probe: `" + probeServer + "`).");
-      } else {
-        notes.add("Binding `" + binding + "`: the server logged \"gRPC (" + reported + " binding)\"" 
-            + (reported.equals(binding) ? "" : " — **not the binding requested**") + "; HTTP `server` header seen "
-            + "by the probe: `" + probeServer + "`.");
-      }
-      if (h2) {
-        runH2load(key, "kvrouter `" + binding + "`", port, server);
-      }
+      return java.util.Optional.of(new Running(ROUTER, key, label, binding, server, port));
     } catch (Exception e) {
+      if (server != null) {
+        server.close();
+      }
       fail(ROUTER, key, label, e);
       notes.add("Binding `" + binding + "` was not measured: " + oneLine(e) + ".");
+      return java.util.Optional.empty();
+    }
+  }
+
+  /**
+   * One round: every running server in turn, each with all its points. Round 1 warms each call kind up for
+   * {@code --warmup-s}; later rounds, whose servers are already compiled, for {@code --round-warmup-s}.
+   */
+  private void measureRound(List<Running> servers, int thisRound, boolean h2) {
+    round = thisRound;
+    double savedFirst = warmupFirst;
+    double savedLater = warmup;
+    if (thisRound > 1) {
+      warmupFirst = roundWarmup;
+      warmup = Math.min(warmup, roundWarmup);
+    }
+    try {
+      for (Running server : new ArrayList<>(servers)) {
+        if (!server.process().alive()) {
+          notes.add("`" + server.key() + "` was not running in round " + thisRound + "; see " + logs);
+          continue;
+        }
+        progress("round %d: %s", thisRound, server.label());
+        try {
+          List<String> points = new ArrayList<>(selectPoints());
+          points.addAll(pairPoints());
+          String probeServer = drive(server.group(), server.key(), server.label(), server.port(), server.process(),
+              points, server.binding());
+          if (probeServer == null && server.binding() != null) {
+            servers.remove(server);
+            server.close();
+            continue;
+          }
+          if (thisRound == 1 && server.binding() != null) {
+            notes.add("Binding `" + server.binding() + "`: HTTP `server` header seen by the probe: `" + probeServer
+                + "`.");
+          }
+          if (h2) {
+            runH2load(server.key(), server.binding() == null ? server.label()
+                : "kvrouter `" + server.binding() + "`", server.port(), server.process());
+          }
+        } catch (Exception e) {
+          fail(server.group(), server.key(), server.label(), e);
+        }
+      }
+    } finally {
+      warmupFirst = savedFirst;
+      warmup = savedLater;
+      round = 0;
     }
   }
 
@@ -443,7 +519,7 @@ public final class TransportBench implements Callable<Integer> {
         } else if (line.startsWith("PROBE-FAILED")) {
           probeFailed = true;
           progress("%s: PROBE FAILED: %s", label, line);
-          results.add(new Result(group, key, label, "probe", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, line));
+          results.add(new Result(group, key, label, "probe", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, round, line));
         } else if (line.startsWith("RESULT")) {
           Result result = toResult(group, key, label, parse(line));
           results.add(result);
@@ -476,11 +552,12 @@ public final class TransportBench implements Callable<Integer> {
     Body body = Body.of(point[1]);
     int conns = Integer.parseInt(point[2]);
     if (kv.containsKey("error")) {
-      return new Result(group, key, label, point[0], body, conns, 0, 0, 0, 0, 0, 0, 0, "-", 0, kv.get("error"));
+      return new Result(group, key, label, point[0], body, conns, 0, 0, 0, 0, 0, 0, 0, "-", 0, round,
+          kv.get("error"));
     }
     return new Result(group, key, label, point[0], body, conns, d(kv, "ops_per_s"), d(kv, "p50_us"),
         d(kv, "p99_us"), d(kv, "mean_us"), d(kv, "server_us_per_op"), d(kv, "client_us_per_op"),
-        Long.parseLong(kv.get("ops")), kv.getOrDefault("outcomes", "-"), d(kv, "other_cores"), null);
+        Long.parseLong(kv.get("ops")), kv.getOrDefault("outcomes", "-"), d(kv, "other_cores"), round, null);
   }
 
   private static double d(Map<String, String> kv, String key) {
@@ -500,7 +577,7 @@ public final class TransportBench implements Callable<Integer> {
 
   private void fail(String group, String key, String label, Exception e) {
     progress("%s: FAILED: %s", label, oneLine(e));
-    results.add(new Result(group, key, label, "start", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, oneLine(e)));
+    results.add(new Result(group, key, label, "start", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, round, oneLine(e)));
   }
 
   static String oneLine(Throwable e) {

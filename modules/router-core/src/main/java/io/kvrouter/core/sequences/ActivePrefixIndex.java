@@ -18,14 +18,25 @@ import org.jctools.maps.NonBlockingHashMapLong;
  * add, the Release's remove nor a Select's probes box a hash; counts up to 127 are the JDK's cached Integers.
  */
 public final class ActivePrefixIndex implements ActivePrefixSource {
-  private final Map<Rank, NonBlockingHashMapLong<Integer>> held = new ConcurrentHashMap<>();
+  private final Map<Rank, Held> held = new ConcurrentHashMap<>();
+  /** Bookings with blocks in the index, over all ranks: with none, a selection probes nothing. */
+  private volatile int liveBookings;
+
+  /** One rank's refcounted hashes and how many live bookings put them there. */
+  private static final class Held {
+    final NonBlockingHashMapLong<Integer> counts = new NonBlockingHashMapLong<>();
+    volatile int bookings;
+  }
 
   /** Counts one more booking holding {@code sequenceHashes} on {@code rank}. Writer only. */
   public void add(Rank rank, long[] sequenceHashes) {
     if (sequenceHashes.length == 0) {
       return;
     }
-    NonBlockingHashMapLong<Integer> counts = held.computeIfAbsent(rank, r -> new NonBlockingHashMapLong<>());
+    Held rankHeld = held.computeIfAbsent(rank, r -> new Held());
+    NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
+    rankHeld.bookings++; // single writer: plain increments of volatiles are safe
+    liveBookings++;
     for (long hash : sequenceHashes) {
       Integer count = counts.get(hash);
       counts.put(hash, Integer.valueOf(count == null ? 1 : count + 1));
@@ -34,10 +45,13 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
 
   /** Counts one booking fewer; a hash no booking holds any more is dropped. Writer only. */
   public void remove(Rank rank, long[] sequenceHashes) {
-    NonBlockingHashMapLong<Integer> counts = held.get(rank);
-    if (counts == null) {
+    Held rankHeld = held.get(rank);
+    if (rankHeld == null || sequenceHashes.length == 0) {
       return;
     }
+    NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
+    rankHeld.bookings--;
+    liveBookings--;
     for (long hash : sequenceHashes) {
       Integer count = counts.get(hash);
       if (count == null) {
@@ -52,13 +66,19 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
   }
 
   public void removeWorker(String workerId) {
-    held.keySet().removeIf(rank -> rank.workerId().equals(workerId));
+    held.entrySet().removeIf(e -> {
+      if (e.getKey().workerId().equals(workerId)) {
+        liveBookings -= e.getValue().bookings;
+        return true;
+      }
+      return false;
+    });
   }
 
   /** How many leading blocks of {@code sequenceHashes} the rank's live bookings hold. */
   public int matchedDepth(Rank rank, long[] sequenceHashes) {
-    NonBlockingHashMapLong<Integer> counts = held.get(rank);
-    return counts == null ? 0 : matchedDepth(counts, sequenceHashes);
+    Held rankHeld = held.get(rank);
+    return rankHeld == null || rankHeld.bookings <= 0 ? 0 : matchedDepth(rankHeld.counts, sequenceHashes);
   }
 
   private static int matchedDepth(NonBlockingHashMapLong<Integer> counts, long[] sequenceHashes) {
@@ -77,12 +97,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
 
   @Override
   public void matched(SelectionView view, long[] sequenceHashes, Candidates candidates) {
-    if (held.isEmpty()) {
+    if (liveBookings <= 0) {
       return;
     }
     for (int i = 0; i < candidates.size(); i++) {
-      NonBlockingHashMapLong<Integer> counts = held.get(view.rank(candidates.rankIndex(i)));
-      candidates.setActiveMatched(i, counts == null ? 0 : matchedDepth(counts, sequenceHashes));
+      candidates.setActiveMatched(i, matchedDepth(view.rank(candidates.rankIndex(i)), sequenceHashes));
     }
   }
 }
