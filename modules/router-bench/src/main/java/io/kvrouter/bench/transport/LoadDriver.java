@@ -229,11 +229,13 @@ public final class LoadDriver implements Callable<Integer> {
       long opsBefore = stats.operations.sum();
       stats.latency.getIntervalHistogram();
       long serverBefore = ProcStat.cpuTicks(serverPid);
+      long jitBefore = ProcStat.compilerTicks(serverPid);
       long selfBefore = ProcStat.cpuTicks(ProcessHandle.current().pid());
       long machineBefore = ProcStat.machineBusyTicks();
       long t0 = System.nanoTime();
       Thread.sleep(Math.min(measureMs, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
       long serverAfter = ProcStat.cpuTicks(serverPid);
+      long jitAfter = ProcStat.compilerTicks(serverPid);
       long selfAfter = ProcStat.cpuTicks(ProcessHandle.current().pid());
       long machineAfter = ProcStat.machineBusyTicks();
       long t1 = System.nanoTime();
@@ -258,7 +260,7 @@ public final class LoadDriver implements Callable<Integer> {
       return String.format(Locale.ROOT,
           "RESULT point=%s ops=%d seconds=%.3f ops_per_s=%.1f p50_us=%.1f p99_us=%.1f mean_us=%.1f"
               + " server_ticks=%d client_ticks=%d server_us_per_op=%.2f client_us_per_op=%.2f outcomes=%s"
-              + " other_cores=%.2f in_flight_left=%d",
+              + " other_cores=%.2f in_flight_left=%d server_jit_us_per_op=%.2f",
           point.key(), ops, seconds, ops / seconds,
           histogram.getValueAtPercentile(50) / 1e3, histogram.getValueAtPercentile(99) / 1e3,
           histogram.getMean() / 1e3, serverAfter - serverBefore, selfAfter - selfBefore,
@@ -268,7 +270,7 @@ public final class LoadDriver implements Callable<Integer> {
           // CPU the rest of the machine used in the window (other processes), in cores
           ((machineAfter - machineBefore) - (serverAfter - serverBefore) - (selfAfter - selfBefore))
               / (double) clockTicks / seconds,
-          inFlight.get());
+          inFlight.get(), ops == 0 ? Double.NaN : (jitAfter - jitBefore) * tickMicros / ops);
     } catch (StatusRuntimeException e) {
       return "RESULT point=" + point.key() + " error=" + Unary.describe(e).replace(' ', '_');
     } finally {

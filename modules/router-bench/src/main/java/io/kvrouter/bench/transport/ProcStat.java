@@ -22,6 +22,33 @@ final class ProcStat {
     }
   }
 
+  /**
+   * CPU ticks of a JVM's JIT compiler threads (named {@code C1/C2 CompilerThre…} in each thread's {@code comm} under
+   * {@code /proc/<pid>/task}): the part of a window's server CPU spent compiling rather than serving; 0 when the
+   * tasks cannot be read.
+   */
+  static long compilerTicks(long pid) {
+    Path tasks = Path.of("/proc", Long.toString(pid), "task");
+    long total = 0;
+    try (java.util.stream.Stream<Path> threads = Files.list(tasks)) {
+      for (Path task : (Iterable<Path>) threads::iterator) {
+        try {
+          String name = Files.readString(task.resolve("comm"), StandardCharsets.US_ASCII).trim();
+          if (name.contains("CompilerThre")) {
+            String stat = Files.readString(task.resolve("stat"), StandardCharsets.US_ASCII);
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+            total += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+          }
+        } catch (IOException | RuntimeException ignored) {
+          // the thread ended between the listing and the read
+        }
+      }
+    } catch (IOException e) {
+      return 0;
+    }
+    return total;
+  }
+
   /** Busy CPU ticks of the whole machine (all CPUs: user, nice, system, irq, softirq, steal) from /proc/stat. */
   static long machineBusyTicks() {
     try {

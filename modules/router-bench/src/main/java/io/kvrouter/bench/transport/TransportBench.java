@@ -39,14 +39,14 @@ public final class TransportBench implements Callable<Integer> {
           + "host's speed drifts between minutes, so targets are judged on the median of per-round ratios")
   int rounds;
 
-  @Option(names = "--round-warmup-s", defaultValue = "5",
+  @Option(names = "--round-warmup-s", defaultValue = "10",
       description = "warm-up before each point of rounds after the first (a fresh driver JVM each time)")
   double roundWarmup;
 
   @Option(names = "--quick", description = "1 s warm-ups and 2 s windows (a smoke run; written to --out only if given)")
   boolean quick;
 
-  @Option(names = "--warmup-s", defaultValue = "8",
+  @Option(names = "--warmup-s", defaultValue = "15",
       description = "warm-up before the first point of each call kind (Select, Book+Release) on a server (C2 compiles on the server's own CPU: keep it long)")
   double warmupFirst;
 
@@ -120,7 +120,7 @@ public final class TransportBench implements Callable<Integer> {
   /** One measured point from the grpc-java driver. */
   record Result(String group, String server, String label, String mode, Body body, int connections, double opsPerS,
       double p50, double p99, double mean, double serverUs, double clientUs, long ops, String outcomes,
-      double otherCores, int round, String error) {
+      double otherCores, double jitUs, int round, String error) {
     boolean ok() {
       return error == null && ops > 0;
     }
@@ -359,6 +359,9 @@ public final class TransportBench implements Callable<Integer> {
     }
     try {
       for (Running server : new ArrayList<>(servers)) {
+        if (thisRound > 1 && server.group().equals(NOOP) && !cheapestInRoundOne(server.key())) {
+          continue; // later rounds re-measure only the no-op servers the targets compare with
+        }
         if (!server.process().alive()) {
           notes.add("`" + server.key() + "` was not running in round " + thisRound + "; see " + logs);
           continue;
@@ -367,6 +370,11 @@ public final class TransportBench implements Callable<Integer> {
         try {
           List<String> points = new ArrayList<>(selectPoints());
           points.addAll(pairPoints());
+          if (thisRound > 1) {
+            // the targets are at the highest connection count; other points are measured once
+            String highest = ":" + maxConnections();
+            points.removeIf(point -> !point.endsWith(highest));
+          }
           String probeServer = drive(server.group(), server.key(), server.label(), server.port(), server.process(),
               points, server.binding());
           if (probeServer == null && server.binding() != null) {
@@ -391,6 +399,18 @@ public final class TransportBench implements Callable<Integer> {
       warmup = savedLater;
       round = 0;
     }
+  }
+
+  /** Whether a no-op server was the cheapest for some call kind and body at the highest connection count. */
+  private boolean cheapestInRoundOne(String key) {
+    int conns = maxConnections();
+    Map<String, Result> cheapest = new LinkedHashMap<>();
+    for (Result r : results) {
+      if (r.group().equals(NOOP) && r.round() == 1 && r.ok() && r.connections() == conns) {
+        cheapest.merge(r.mode() + ":" + r.body().key, r, (a, b) -> a.serverUs() <= b.serverUs() ? a : b);
+      }
+    }
+    return cheapest.values().stream().anyMatch(r -> r.server().equals(key));
   }
 
   private Map<String, String> routerEnv(String binding) {
@@ -519,7 +539,7 @@ public final class TransportBench implements Callable<Integer> {
         } else if (line.startsWith("PROBE-FAILED")) {
           probeFailed = true;
           progress("%s: PROBE FAILED: %s", label, line);
-          results.add(new Result(group, key, label, "probe", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, round, line));
+          results.add(new Result(group, key, label, "probe", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, 0, round, line));
         } else if (line.startsWith("RESULT")) {
           Result result = toResult(group, key, label, parse(line));
           results.add(result);
@@ -552,12 +572,13 @@ public final class TransportBench implements Callable<Integer> {
     Body body = Body.of(point[1]);
     int conns = Integer.parseInt(point[2]);
     if (kv.containsKey("error")) {
-      return new Result(group, key, label, point[0], body, conns, 0, 0, 0, 0, 0, 0, 0, "-", 0, round,
+      return new Result(group, key, label, point[0], body, conns, 0, 0, 0, 0, 0, 0, 0, "-", 0, 0, round,
           kv.get("error"));
     }
     return new Result(group, key, label, point[0], body, conns, d(kv, "ops_per_s"), d(kv, "p50_us"),
         d(kv, "p99_us"), d(kv, "mean_us"), d(kv, "server_us_per_op"), d(kv, "client_us_per_op"),
-        Long.parseLong(kv.get("ops")), kv.getOrDefault("outcomes", "-"), d(kv, "other_cores"), round, null);
+        Long.parseLong(kv.get("ops")), kv.getOrDefault("outcomes", "-"), d(kv, "other_cores"),
+        kv.containsKey("server_jit_us_per_op") ? d(kv, "server_jit_us_per_op") : Double.NaN, round, null);
   }
 
   private static double d(Map<String, String> kv, String key) {
@@ -577,7 +598,7 @@ public final class TransportBench implements Callable<Integer> {
 
   private void fail(String group, String key, String label, Exception e) {
     progress("%s: FAILED: %s", label, oneLine(e));
-    results.add(new Result(group, key, label, "start", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, round, oneLine(e)));
+    results.add(new Result(group, key, label, "start", null, 0, 0, 0, 0, 0, 0, 0, 0, "-", 0, 0, round, oneLine(e)));
   }
 
   static String oneLine(Throwable e) {

@@ -101,17 +101,19 @@ final class TransportReport {
   private String table(List<Result> rows, String unit) {
     StringBuilder s = new StringBuilder();
     s.append(row("server", "round", "body", "conns", unit + "/s", "p50 µs", "p99 µs", "server CPU µs/" + unit,
-        "client CPU µs/" + unit, "other procs (cores)", "grpc-status outcomes in the window"));
-    s.append(row("---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"));
+        "of which JIT compiler threads", "client CPU µs/" + unit, "other procs (cores)",
+        "grpc-status outcomes in the window"));
+    s.append(row("---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---"));
     for (Result r : rows) {
       String round = r.round() == 0 ? "-" : Integer.toString(r.round());
       if (!r.ok()) {
         s.append(row(r.label(), round, r.body() == null ? "-" : r.body().key,
-            r.connections() == 0 ? "-" : r.connections(), "failed", "", "", "", "", "", r.error()));
+            r.connections() == 0 ? "-" : r.connections(), "failed", "", "", "", "", "", "", r.error()));
         continue;
       }
       s.append(row(r.label(), round, r.body().key, r.connections(), f0(r.opsPerS()), f0(r.p50()), f0(r.p99()),
-          "**" + f1(r.serverUs()) + "**", f1(r.clientUs()), f2(r.otherCores()), r.outcomes().replace(";", ", ")));
+          "**" + f1(r.serverUs()) + "**", f1(r.jitUs()), f1(r.clientUs()), f2(r.otherCores()),
+          r.outcomes().replace(";", ", ")));
     }
     return s.toString();
   }
