@@ -74,7 +74,7 @@ final class GrowthBench {
     long end = System.nanoTime() + s.warmupMillis() * 1_000_000;
     while (System.nanoTime() < end) {
       for (int k = 0; k < 64; k++) {
-        consume(Selector.select(view, request, scratch, System.currentTimeMillis()));
+        consume(Selector.select(view, request, scratch, Fixtures.CLOCK));
       }
     }
     double[] means = new double[s.rounds()];
@@ -101,7 +101,7 @@ final class GrowthBench {
       long n = 0;
       do {
         long t0 = System.nanoTime();
-        SelectionResult r = Selector.select(view, request, scratch, System.currentTimeMillis());
+        SelectionResult r = Selector.select(view, request, scratch, Fixtures.CLOCK);
         t1 = System.nanoTime();
         Latency.record(h, t1 - t0);
         consume(r);
@@ -112,7 +112,7 @@ final class GrowthBench {
       p99s[round] = h.getValueAtPercentile(99);
       // batch mean: no timer inside the loop
       means[round] = batchMean(s,
-          () -> consume(Selector.select(view, request, scratch, System.currentTimeMillis())));
+          () -> consume(Selector.select(view, request, scratch, Fixtures.CLOCK)));
       lookups[round] = Double.NaN;
       unmatched[round] = Double.NaN;
       if (policy.equals("kv")) {

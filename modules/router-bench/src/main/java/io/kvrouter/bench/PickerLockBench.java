@@ -46,10 +46,8 @@ final class PickerLockBench {
       if (locked.picker().lockFree() || !lockFree.picker().lockFree()) {
         throw new IllegalStateException("picker slots are not of the expected kinds for " + policy);
       }
-      Callers.SyncCall onLocked = caller -> Selector.select(locked, request, Candidates.forCurrentThread(),
-          System.currentTimeMillis());
-      Callers.SyncCall onLockFree = caller -> Selector.select(lockFree, request, Candidates.forCurrentThread(),
-          System.currentTimeMillis());
+      Callers.SyncCall onLocked = caller -> Selector.select(locked, request, Candidates.forCurrentThread(), Fixtures.CLOCK);
+      Callers.SyncCall onLockFree = caller -> Selector.select(lockFree, request, Candidates.forCurrentThread(), Fixtures.CLOCK);
       int n = selections(s);
       for (int round = 0; round < s.warmupRounds(); round++) {
         Callers.runSync(pool, CALLERS, n, latency, s.capMillis(), onLocked);

@@ -45,6 +45,6 @@ public class SelectAllocBenchmark {
 
   @Benchmark
   public SelectionResult select() {
-    return Selector.select(view, request, Candidates.forCurrentThread(), System.currentTimeMillis());
+    return Selector.select(view, request, Candidates.forCurrentThread(), Fixtures.CLOCK);
   }
 }

@@ -25,6 +25,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -46,6 +47,8 @@ public final class SchedulerQueue {
   private final Scheduler scheduler;
   private final AtomicReference<SelectionView> view;
   private final Clock clock;
+  /** The clock as the selection reads it: lazily, only to check a heartbeat. */
+  private final LongSupplier millis;
   private final AdmissionConfig config;
 
   SchedulerQueue(String model, EntityRef<ModelAdmission.Command> entity,
@@ -57,6 +60,7 @@ public final class SchedulerQueue {
     this.scheduler = scheduler;
     this.view = view;
     this.clock = clock;
+    this.millis = clock::millis;
     this.config = config;
   }
 
@@ -77,7 +81,7 @@ public final class SchedulerQueue {
 
   /** The advisory pick: read the view, project loads into this thread's scratch, pick under the picker lock. */
   public SelectionResult selectWithoutAdmission(SelectionRequest request) {
-    return Selector.select(view.get(), request, Candidates.forCurrentThread(), clock.millis());
+    return Selector.select(view.get(), request, Candidates.forCurrentThread(), millis);
   }
 
   /** The same pick made by the actor, through its mailbox. Reference path for tests and benchmarks only. */

@@ -7,9 +7,12 @@ import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.policy.PolicyConfig;
 import java.util.Set;
+import java.util.function.LongSupplier;
 
 /** Load projection and reject thresholds: which ranks are candidates for a request, with their loads. */
 public final class LoadProjection {
+  private static final long NOT_READ = Long.MIN_VALUE;
+
   private LoadProjection() {}
 
   /**
@@ -19,6 +22,12 @@ public final class LoadProjection {
    * @throws RoutingException when no candidate remains
    */
   public static void projectWorkerLoads(SelectionView view, SelectionRequest request, Candidates out, long nowMillis) {
+    projectWorkerLoads(view, request, out, () -> nowMillis);
+  }
+
+  /** As above, reading {@code clock} once, and only if some rank's heartbeat has to be checked. */
+  public static void projectWorkerLoads(SelectionView view, SelectionRequest request, Candidates out,
+      LongSupplier clock) {
     String pinned = request.pinnedWorker();
     Set<String> allowed = request.allowedWorkers();
     if (pinned != null) {
@@ -44,6 +53,7 @@ public final class LoadProjection {
     // the common request names no worker: test the filters per rank only when it does
     boolean filtered = pinned != null || !allowed.isEmpty();
     boolean thresholds = hasThresholds(policy);
+    long nowMillis = NOT_READ;
     for (int i = 0; i < ranks; i++) {
       if (filtered) {
         Rank rank = view.rank(i);
@@ -57,8 +67,13 @@ public final class LoadProjection {
       }
       LoadCell cell = view.cell(i);
       ReportedLoad reported = cell.reported();
-      if (!isAvailable(reported, heartbeatTimeout, nowMillis)) {
-        continue;
+      if (reported != null && heartbeatTimeout > 0) {
+        if (nowMillis == NOT_READ) {
+          nowMillis = clock.getAsLong();
+        }
+        if (!isAvailable(reported, heartbeatTimeout, nowMillis)) {
+          continue;
+        }
       }
       eligibleIgnoringOverload++;
       RankLoad booked = cell.booked();

@@ -2,6 +2,7 @@ package io.kvrouter.core.selection;
 
 import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.policy.PolicyConfig;
+import java.util.function.LongSupplier;
 
 /**
  * The one selection function. The admission actor (for a Book) and the inline advisory path (for a Select) both call
@@ -12,10 +13,19 @@ public final class Selector {
 
   public static SelectionResult select(SelectionView view, SelectionRequest request, Candidates scratch,
       long nowMillis) {
+    return select(view, request, scratch, () -> nowMillis);
+  }
+
+  /**
+   * As {@link #select(SelectionView, SelectionRequest, Candidates, long)}, reading {@code clock} only if a rank's
+   * heartbeat must be checked: a wall-clock read costs as much as a small pick on some virtual machines.
+   */
+  public static SelectionResult select(SelectionView view, SelectionRequest request, Candidates scratch,
+      LongSupplier clock) {
     if (view == null || view.isEmpty()) {
       throw RoutingError.unknownModel(request.model()).toException();
     }
-    LoadProjection.projectWorkerLoads(view, request, scratch, nowMillis);
+    LoadProjection.projectWorkerLoads(view, request, scratch, clock);
     computeCosts(view, request, scratch);
     int chosen = view.picker().pick(scratch);
     return AdvisoryAnswer.build(view, request, scratch, chosen);
