@@ -22,7 +22,8 @@ class BenchSmokeTest {
     assertThat(code).isZero();
 
     assertThat(read(out, "advisory.md"))
-        .contains("| callers | actor p50 / p99 (µs) | inline p50 / p99 (µs) | calls/s actor → inline | inline / actor |")
+        .contains("| callers | actor p50 / p99 (µs) | inline p50 / p99 (µs) | calls/s actor → inline (untimed) | "
+            + "inline / actor |")
         .contains("| policy | locked p50 / p99 (µs) | lock-free p50 / p99 (µs) |")
         .contains("| least_in_flight |", "| kv |")
         .contains("| 1 |", "| 16 |", "| 256 |");
@@ -32,6 +33,7 @@ class BenchSmokeTest {
         .contains("| blocks | index entries | mean ns/op | p50 ns | p99 ns |");
     assertThat(read(out, "admission.md"))
         .contains("| callers | books/s (book+release) |")
+        .contains("| callers | Books/s (book only) | Book p50 / p99 (µs) | trivial sharded asks/s |")
         .contains("/system/sharding/ModelAdmission/");
     assertThat(read(out, "kvindex.md"))
         .contains("| scenario | events/s | blocks/s | lookups/s | lookup p50 (µs) |")
