@@ -162,13 +162,11 @@ public final class ApproximateKvIndex implements KvOverlapSource {
     Node[] path = scratch.first(sequenceHashes.length);
     int matched = tree.walk(sequenceHashes, sequenceHashes.length, path);
     try {
-      long nowRel = now - base;
       RankState[] states = tree.resolve(view);
       for (int i = 0; i < candidates.size(); i++) {
-        RankState state = states[candidates.rankIndex(i)];
-        int depth = state == null ? 0 : depth(path, matched, state.id, nowRel);
-        candidates.setOverlap(i, depth, 0, 0);
+        candidates.setOverlap(i, 0, 0, 0);
       }
+      fillDepths(candidates, states, null, path, matched, now - base, scratch);
     } finally {
       RadixTree.release(path, matched);
     }
@@ -191,6 +189,29 @@ public final class ApproximateKvIndex implements KvOverlapSource {
       }
     }
     return low;
+  }
+
+  /**
+   * Sets the overlap of every candidate with a state in {@code states} and none in {@code overriding} (null: none):
+   * the depth it holds unexpired. Which ranks hold which prefix of the path comes from one pass down it
+   * ({@link KvIndex#heldDepths}: an entry is only added with its whole prefix and pruned deepest first, so along the
+   * path the ranks holding a node are a subset of its parent's); then one expiry check per candidate at its deepest
+   * entry, falling back to the binary search of {@link #depth} below it only when that entry has expired.
+   */
+  static void fillDepths(Candidates candidates, RankState[] states, RankState[] overriding, Node[] path, int matched,
+      long nowRel, RadixTree.Scratch scratch) {
+    int[] present = KvIndex.heldDepths(candidates, states, path, matched, scratch);
+    for (int i = 0; i < candidates.size(); i++) {
+      int rankIndex = candidates.rankIndex(i);
+      RankState state = states[rankIndex];
+      if (state == null || (overriding != null && overriding[rankIndex] != null)) {
+        continue;
+      }
+      int p = present[i];
+      int depth = p == 0 || Node.payload(path[p - 1].entries(), state.id) > nowRel ? p
+          : depth(path, p - 1, state.id, nowRel);
+      candidates.setOverlap(i, depth, 0, 0);
+    }
   }
 
   long relativeNow(long nowMillis) {

@@ -76,38 +76,38 @@ public final class ModelKvIndex implements KvOverlapSource {
 
   @Override
   public void overlaps(SelectionView view, long[] sequenceHashes, Candidates candidates) {
+    // A worker's ranks have event-fed states only once it publishes, and its approximate states are dropped then;
+    // should a rank briefly have both, its events win.
+    RankState[] eventStates = events.tree().resolve(view);
+    RankState[] approximateStates = approximate.tree().resolve(view);
+    boolean anyEventFed = false;
+    boolean anyApproximate = false;
+    for (int i = 0; i < candidates.size(); i++) {
+      int rankIndex = candidates.rankIndex(i);
+      if (eventStates[rankIndex] != null) {
+        anyEventFed = true;
+      } else if (approximateStates[rankIndex] != null) {
+        anyApproximate = true;
+      } else {
+        candidates.setOverlap(i, 0, 0, 0);
+      }
+    }
     RadixTree.Scratch scratch = RadixTree.scratch();
     Node[] eventPath = null;
     Node[] approxPath = null;
     int eventMatched = 0;
     int approxMatched = 0;
-    long nowRel = 0;
-    // A worker's ranks have event-fed states only once it publishes, and its approximate states are dropped then.
-    RankState[] eventStates = events.tree().resolve(view);
-    RankState[] approximateStates = approximate.tree().resolve(view);
     try {
-      for (int i = 0; i < candidates.size(); i++) {
-        int rankIndex = candidates.rankIndex(i);
-        RankState eventState = eventStates[rankIndex];
-        RankState approximateState = approximateStates[rankIndex];
-        if (eventState != null) {
-          if (eventPath == null) {
-            eventPath = scratch.first(sequenceHashes.length);
-            eventMatched = events.tree().walk(sequenceHashes, sequenceHashes.length, eventPath);
-            // every event-fed candidate at once; the loop only fills the others
-            KvIndex.fillAll(candidates, eventStates, eventPath, eventMatched, scratch);
-          }
-        } else if (approximateState != null) {
-          if (approxPath == null) {
-            approxPath = scratch.second(sequenceHashes.length);
-            approxMatched = approximate.tree().walk(sequenceHashes, sequenceHashes.length, approxPath);
-            nowRel = approximate.relativeNow(clock.getAsLong());
-          }
-          candidates.setOverlap(i, ApproximateKvIndex.depth(approxPath, approxMatched, approximateState.id, nowRel),
-              0, 0);
-        } else {
-          candidates.setOverlap(i, 0, 0, 0);
-        }
+      if (anyEventFed) {
+        eventPath = scratch.first(sequenceHashes.length);
+        eventMatched = events.tree().walk(sequenceHashes, sequenceHashes.length, eventPath);
+        KvIndex.fillAll(candidates, eventStates, eventPath, eventMatched, scratch);
+      }
+      if (anyApproximate) {
+        approxPath = scratch.second(sequenceHashes.length);
+        approxMatched = approximate.tree().walk(sequenceHashes, sequenceHashes.length, approxPath);
+        ApproximateKvIndex.fillDepths(candidates, approximateStates, eventStates, approxPath, approxMatched,
+            approximate.relativeNow(clock.getAsLong()), scratch);
       }
     } finally {
       if (eventPath != null) {

@@ -21,6 +21,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
   private final Map<Rank, Held> held = new ConcurrentHashMap<>();
   /** Bookings with blocks in the index, over all ranks: with none, a selection probes nothing. */
   private volatile int liveBookings;
+  /** Bumped when a rank's entry is created or dropped, so readers can cache a view's rank → entry resolution. */
+  private volatile long epoch;
+  private volatile Resolved resolved;
+
+  private record Resolved(SelectionView view, long epoch, Held[] byRankIndex) {}
 
   /** One rank's refcounted hashes and how many live bookings put them there. */
   private static final class Held {
@@ -33,7 +38,12 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     if (sequenceHashes.length == 0) {
       return;
     }
-    Held rankHeld = held.computeIfAbsent(rank, r -> new Held());
+    Held rankHeld = held.get(rank);
+    if (rankHeld == null) {
+      rankHeld = new Held();
+      held.put(rank, rankHeld);
+      epoch++;
+    }
     NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
     rankHeld.bookings++; // single writer: plain increments of volatiles are safe
     liveBookings++;
@@ -73,15 +83,19 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
       }
       return false;
     });
+    epoch++;
   }
 
   /** How many leading blocks of {@code sequenceHashes} the rank's live bookings hold. */
   public int matchedDepth(Rank rank, long[] sequenceHashes) {
-    Held rankHeld = held.get(rank);
-    return rankHeld == null || rankHeld.bookings <= 0 ? 0 : matchedDepth(rankHeld.counts, sequenceHashes);
+    return matchedDepth(held.get(rank), sequenceHashes);
   }
 
-  private static int matchedDepth(NonBlockingHashMapLong<Integer> counts, long[] sequenceHashes) {
+  private static int matchedDepth(Held rankHeld, long[] sequenceHashes) {
+    if (rankHeld == null || rankHeld.bookings <= 0) {
+      return 0;
+    }
+    NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
     int low = 0;
     int high = sequenceHashes.length;
     while (low < high) {
@@ -100,8 +114,25 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     if (liveBookings <= 0) {
       return;
     }
+    Held[] byRankIndex = resolve(view);
     for (int i = 0; i < candidates.size(); i++) {
-      candidates.setActiveMatched(i, matchedDepth(view.rank(candidates.rankIndex(i)), sequenceHashes));
+      candidates.setActiveMatched(i, matchedDepth(byRankIndex[candidates.rankIndex(i)], sequenceHashes));
     }
+  }
+
+  /** The view's ranks' entries by rank index, cached per view and epoch (views change only on registrations). */
+  private Held[] resolve(SelectionView view) {
+    long current = epoch;
+    Resolved cached = resolved;
+    if (cached != null && cached.view == view && cached.epoch == current) {
+      return cached.byRankIndex;
+    }
+    // a resolution racing a write may miss an entry just created; the changed epoch makes the next call resolve again
+    Held[] byRankIndex = new Held[view.rankCount()];
+    for (int i = 0; i < byRankIndex.length; i++) {
+      byRankIndex[i] = held.get(view.rank(i));
+    }
+    resolved = new Resolved(view, current, byRankIndex);
+    return byRankIndex;
   }
 }
