@@ -76,6 +76,16 @@ public final class LoadDriver implements Callable<Integer> {
   @Option(names = "--clk-tck", defaultValue = "0")
   long clockTicks;
 
+  @Option(names = "--versus-port", defaultValue = "0",
+      description = "alternate the load between --port and this server, in slices, and report both")
+  int versusPort;
+
+  @Option(names = "--versus-pid", defaultValue = "0")
+  long versusPid;
+
+  @Option(names = "--slice-ms", defaultValue = "1000", description = "alternating mode: load on one server at a time")
+  long sliceMs;
+
   static final int MAX_POINT_SECONDS = 300;
 
   enum Mode { SELECT, PAIR }
@@ -114,6 +124,15 @@ public final class LoadDriver implements Callable<Integer> {
         }
       }
     }
+    if (versusPort > 0) {
+      for (Point point : parsed) {
+        for (String line : alternate(point)) {
+          System.out.println(line);
+        }
+        System.out.flush();
+      }
+      return 0;
+    }
     Mode previousMode = null;
     for (Point point : parsed) {
       // the first point of each call kind runs code the server has not compiled yet: give it the long warm-up
@@ -126,6 +145,10 @@ public final class LoadDriver implements Callable<Integer> {
   }
 
   private ManagedChannel channel() {
+    return channel(port);
+  }
+
+  private static ManagedChannel channel(int port) {
     return NettyChannelBuilder.forAddress("127.0.0.1", port)
         .usePlaintext()
         .directExecutor()
@@ -280,6 +303,128 @@ public final class LoadDriver implements Callable<Integer> {
       }
       for (ManagedChannel channel : channels) {
         channel.awaitTermination(5, TimeUnit.SECONDS);
+      }
+      retry.shutdownNow();
+    }
+  }
+
+  /** One server under alternating load: its connections and what was measured on it. */
+  private final class Side {
+    final String name;
+    final long pid;
+    final List<ManagedChannel> channels = new ArrayList<>();
+    final Stats stats = new Stats();
+    final org.HdrHistogram.Histogram latency = new org.HdrHistogram.Histogram(3);
+    long ops;
+    long serverTicks;
+    long jitTicks;
+    long nanos;
+
+    Side(String name, int port, long pid, Point point, RouteRequest base) {
+      this.name = name;
+      this.pid = pid;
+      for (int c = 0; c < point.connections; c++) {
+        ManagedChannel channel = channel(port);
+        channels.add(channel);
+        Unary.call(channel, GrpcMethods.SELECT, base, Duration.ofSeconds(10));
+      }
+    }
+
+    /** Loads this server alone for one slice, then waits for its calls to drain; adds to the totals if measured. */
+    void slice(Point point, RouteRequest base, ExecutorService retry, String idPrefix, AtomicLong ids,
+        boolean measured) throws InterruptedException {
+      AtomicBoolean running = new AtomicBoolean(true);
+      AtomicInteger inFlight = new AtomicInteger();
+      long opsBefore = stats.operations.sum();
+      long ticksBefore = ProcStat.cpuTicks(pid);
+      long jitBefore = ProcStat.compilerTicks(pid);
+      long t0 = System.nanoTime();
+      for (ManagedChannel channel : channels) {
+        for (int k = 0; k < outstanding; k++) {
+          inFlight.incrementAndGet();
+          new Slot(point.mode, channel, base, CallOptions.DEFAULT, stats, running, inFlight, retry, idPrefix, ids)
+              .next();
+        }
+      }
+      Thread.sleep(sliceMs);
+      running.set(false);
+      long drainUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (inFlight.get() > 0 && System.nanoTime() < drainUntil) {
+        Thread.sleep(1);
+      }
+      org.HdrHistogram.Histogram interval = stats.latency.getIntervalHistogram();
+      if (measured) {
+        nanos += System.nanoTime() - t0;
+        ops += stats.operations.sum() - opsBefore;
+        serverTicks += ProcStat.cpuTicks(pid) - ticksBefore;
+        jitTicks += ProcStat.compilerTicks(pid) - jitBefore;
+        latency.add(interval);
+      }
+    }
+
+    void close() throws InterruptedException {
+      for (ManagedChannel channel : channels) {
+        channel.shutdownNow();
+      }
+      for (ManagedChannel channel : channels) {
+        channel.awaitTermination(5, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  /**
+   * The same point on two servers, load alternating between them in {@code --slice-ms} slices (only one is loaded
+   * at a time, both stay warm): warm-up slices, then measured slices totalling {@code --measure-ms} per server.
+   * The host's speed drifts over minutes; slices a second apart see the same host, so the two servers' CPU per call
+   * compare like for like. One RESULT line per server, {@code side=a} for --port and {@code side=b} for the other.
+   */
+  private List<String> alternate(Point point) throws InterruptedException {
+    RouteRequest base = Bodies.request(point.body);
+    String idPrefix = "v" + ProcessHandle.current().pid() + "-" + System.nanoTime() + "-";
+    AtomicLong ids = new AtomicLong();
+    ExecutorService retry = Executors.newSingleThreadExecutor();
+    Side a = null;
+    Side b = null;
+    try {
+      a = new Side("a", port, serverPid, point, base);
+      b = new Side("b", versusPort, versusPid, point, base);
+      long warmupSlices = Math.max(1, warmupFirstMs / sliceMs);
+      long measuredSlices = Math.max(1, measureMs / sliceMs);
+      for (long k = 0; k < warmupSlices + measuredSlices; k++) {
+        boolean measured = k >= warmupSlices;
+        // swap the order every slice pair so neither server always follows the other
+        Side first = (k & 1) == 0 ? a : b;
+        Side second = first == a ? b : a;
+        first.slice(point, base, retry, idPrefix, ids, measured);
+        second.slice(point, base, retry, idPrefix, ids, measured);
+      }
+      double tickMicros = 1e6 / clockTicks;
+      List<String> lines = new ArrayList<>();
+      for (Side side : List.of(a, b)) {
+        double seconds = side.nanos / 1e9;
+        StringBuilder outcomes = new StringBuilder();
+        side.stats.snapshot().forEach((k, v) -> outcomes.append(outcomes.length() == 0 ? "" : ";").append(k)
+            .append('=').append(v));
+        lines.add(String.format(Locale.ROOT,
+            "RESULT point=%s side=%s ops=%d seconds=%.3f ops_per_s=%.1f p50_us=%.1f p99_us=%.1f mean_us=%.1f"
+                + " server_ticks=%d client_ticks=0 server_us_per_op=%.2f client_us_per_op=NaN outcomes=%s"
+                + " other_cores=NaN in_flight_left=0 server_jit_us_per_op=%.2f",
+            point.key(), side.name, side.ops, seconds, side.ops / seconds,
+            side.latency.getValueAtPercentile(50) / 1e3, side.latency.getValueAtPercentile(99) / 1e3,
+            side.latency.getMean() / 1e3, side.serverTicks,
+            side.ops == 0 ? Double.NaN : side.serverTicks * tickMicros / side.ops,
+            outcomes.length() == 0 ? "-" : outcomes,
+            side.ops == 0 ? Double.NaN : side.jitTicks * tickMicros / side.ops));
+      }
+      return lines;
+    } catch (StatusRuntimeException e) {
+      return List.of("RESULT point=" + point.key() + " error=" + Unary.describe(e).replace(' ', '_'));
+    } finally {
+      if (a != null) {
+        a.close();
+      }
+      if (b != null) {
+        b.close();
       }
       retry.shutdownNow();
     }

@@ -33,15 +33,23 @@ public final class TransportBench implements Callable<Integer> {
   static final String NOOP = "noop";
   static final String ROUTER = "router";
   static final String YIELD = "yield";
+  /** Side-by-side results: the router and the cheapest no-op server under alternating load. */
+  static final String VERSUS_ROUTER = "versus-router";
+  static final String VERSUS_NOOP = "versus-noop";
 
-  @Option(names = "--rounds", defaultValue = "3",
-      description = "measure every no-op server and router binding this many times, in turn, all kept running: the "
-          + "host's speed drifts between minutes, so targets are judged on the median of per-round ratios")
+  @Option(names = "--rounds", defaultValue = "1",
+      description = "measure every no-op server and router binding this many times, in turn, all kept running "
+          + "(later rounds: the highest connection count only); the targets are judged side by side, see --slice-ms")
   int rounds;
 
   @Option(names = "--round-warmup-s", defaultValue = "10",
       description = "warm-up before each point of rounds after the first (a fresh driver JVM each time)")
   double roundWarmup;
+
+  @Option(names = "--slice-ms", defaultValue = "1000",
+      description = "side by side: the load alternates between the router and the cheapest no-op server in slices "
+          + "this long")
+  long sliceMs;
 
   @Option(names = "--quick", description = "1 s warm-ups and 2 s windows (a smoke run; written to --out only if given)")
   boolean quick;
@@ -175,6 +183,9 @@ public final class TransportBench implements Callable<Integer> {
         int thisRound = r;
         plan.add(() -> measureRound(servers, thisRound, h2 && thisRound == 1));
       }
+      if (steps.contains(NOOP) && steps.contains(ROUTER)) {
+        plan.add(() -> measureSideBySide(servers));
+      }
       plan.add(() -> servers.forEach(Running::close));
     }
     if (steps.contains(YIELD)) {
@@ -227,6 +238,14 @@ public final class TransportBench implements Callable<Integer> {
 
   List<Body> bodyList() {
     return bodies.stream().map(Body::of).toList();
+  }
+
+  String sliceLabel() {
+    return sliceMs % 1000 == 0 ? (sliceMs / 1000) + " s" : sliceMs + " ms";
+  }
+
+  String measureLabel() {
+    return String.format(Locale.ROOT, "%.0f s", measure);
   }
 
   List<Integer> connectionCounts() {
@@ -399,6 +418,77 @@ public final class TransportBench implements Callable<Integer> {
       warmup = savedLater;
       round = 0;
     }
+  }
+
+  /**
+   * The targets' comparison, side by side: for each router binding and each point at the highest connection count,
+   * one driver alternates 1 s slices of load between the router and the no-op server that was cheapest for that
+   * point in round 1 ({@code --slice-ms}), so both are measured on the same host minute after minute.
+   */
+  private void measureSideBySide(List<Running> servers) {
+    int conns = maxConnections();
+    Map<String, Result> cheapest = new LinkedHashMap<>();
+    for (Result r : results) {
+      if (r.group().equals(NOOP) && r.round() == 1 && r.ok() && r.connections() == conns) {
+        cheapest.merge(r.mode() + ":" + r.body().key, r, (a, b) -> a.serverUs() <= b.serverUs() ? a : b);
+      }
+    }
+    for (Running router : servers) {
+      if (!router.group().equals(ROUTER) || !router.process().alive()) {
+        continue;
+      }
+      for (Map.Entry<String, Result> point : cheapest.entrySet()) {
+        Running noop = servers.stream().filter(x -> x.group().equals(NOOP) && x.key().equals(point.getValue().server()))
+            .findFirst().orElse(null);
+        if (noop == null || !noop.process().alive()) {
+          continue;
+        }
+        String spec = point.getKey() + ":" + conns;
+        progress("side by side: %s vs %s, %s", router.label(), noop.label(), spec);
+        try {
+          driveVersus(router, noop, spec);
+        } catch (Exception e) {
+          fail(VERSUS_ROUTER, router.key(), router.label(), e);
+        }
+      }
+    }
+  }
+
+  private void driveVersus(Running router, Running noop, String point) throws IOException, InterruptedException {
+    List<String> args = List.of("--port", Integer.toString(router.port()), "--server-pid",
+        Long.toString(router.process().pid()), "--versus-port", Integer.toString(noop.port()), "--versus-pid",
+        Long.toString(noop.process().pid()), "--points", point, "--outstanding", Integer.toString(outstanding),
+        "--slice-ms", Long.toString(sliceMs), "--warmup-first-ms", Long.toString(Math.round(roundWarmup * 1000)),
+        "--measure-ms", Long.toString(Math.round(measure * 1000)), "--clk-tck", Long.toString(clockTicks));
+    Path log = logs.resolve("driver-versus-" + router.key() + "-" + noop.key() + ".log");
+    Process driver = new ProcessBuilder(ServerProcess.javaCommand(LoadDriver.class.getName(), flags(), args))
+        .redirectError(log.toFile()).start();
+    List<String> lines = new ArrayList<>();
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(driver.getInputStream(),
+        StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        lines.add(line);
+        if (line.startsWith("PROBE-FAILED")) {
+          progress("side by side: PROBE FAILED: %s", line);
+        } else if (line.startsWith("RESULT")) {
+          Map<String, String> kv = parse(line);
+          boolean routerSide = "a".equals(kv.get("side"));
+          Result result = routerSide ? toResult(VERSUS_ROUTER, router.key(), router.label(), kv)
+              : toResult(VERSUS_NOOP, noop.key(), noop.label(), kv);
+          results.add(result);
+          progress("side by side %s %s: %s", result.label(), point, result.ok()
+              ? String.format(Locale.ROOT, "%.1f us CPU per %s (JIT %.1f), %,.0f %s/s while loaded",
+                  result.serverUs(), unit(result.mode()), result.jitUs(), result.opsPerS(), unit(result.mode()))
+              : "FAILED " + result.error());
+        }
+      }
+    }
+    if (!driver.waitFor(Math.round(roundWarmup + 2 * measure + 120), TimeUnit.SECONDS)) {
+      driver.destroyForcibly();
+    }
+    Files.write(logs.resolve("driver-versus-" + router.key() + "-" + noop.key() + ".out"), lines, 
+        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
   }
 
   /** Whether a no-op server was the cheapest for some call kind and body at the highest connection count. */

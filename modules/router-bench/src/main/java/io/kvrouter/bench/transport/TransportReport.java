@@ -167,6 +167,40 @@ final class TransportReport {
     }
   }
 
+  /**
+   * The targets' verdicts: the router and the cheapest no-op server measured side by side by one driver, the load
+   * alternating between them in short slices (see {@link TransportBench#VERSUS_ROUTER}).
+   */
+  private void sideBySide(StringBuilder s, String mode, double target, String unit) {
+    List<Result> routers = of(TransportBench.VERSUS_ROUTER, mode);
+    if (routers.isEmpty()) {
+      return;
+    }
+    s.append(String.format(Locale.ROOT, "### Side by side (the verdict): one driver alternates %s slices of load "
+        + "between the router and that no-op server, both kept warm; each figure is over %s of its slices%n%n",
+        bench.sliceLabel(), bench.measureLabel()));
+    s.append(row("binding", "body", "conns", "kvrouter µs/" + unit, "of which JIT", "no-op server", "no-op µs/" + unit,
+        "of which JIT", "kvrouter " + unit + "s/s ÷ no-op's", "ratio", "target"));
+    s.append(row("---", "---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---"));
+    List<Result> noops = of(TransportBench.VERSUS_NOOP, mode);
+    for (Result r : routers) {
+      if (!r.ok()) {
+        s.append(row(r.server().replace("router-", ""), "-", "-", "failed: " + r.error(), "", "", "", "", "", "", ""));
+        continue;
+      }
+      Optional<Result> base = noops.stream().filter(n -> n.ok() && n.body() == r.body()
+          && n.connections() == r.connections() && results.indexOf(n) > results.indexOf(r)).findFirst();
+      if (base.isEmpty()) {
+        continue;
+      }
+      double ratio = r.serverUs() / base.get().serverUs();
+      s.append(row(r.server().replace("router-", ""), r.body().key, r.connections(), "**" + f1(r.serverUs()) + "**",
+          f1(r.jitUs()), base.get().label(), "**" + f1(base.get().serverUs()) + "**", f1(base.get().jitUs()),
+          f2(r.opsPerS() / base.get().opsPerS()), "**" + f2(ratio) + "×**", verdict(ratio, target)));
+    }
+    s.append('\n');
+  }
+
   private static String median(double[] sorted) {
     return f1(medianValue(sorted));
   }
@@ -188,6 +222,8 @@ final class TransportReport {
     s.append("## kvrouter\n\n").append(table(of(TransportBench.ROUTER, "select"), "call")).append('\n');
     s.append("## Target: our Select at ").append(bench.maxConnections())
         .append(" connections ≤ 1.25× the CPU per call of the cheapest no-op Java gRPC server, same body\n\n");
+    sideBySide(s, "select", SELECT_TARGET, "call");
+    s.append("### Standalone rounds (each server loaded on its own, one after another)\n\n");
     s.append(row("binding", "body", "kvrouter µs/call (median)", "cheapest no-op (per round)",
         "no-op µs/call (median)", "ratio per round (kvrouter / no-op µs)", "median ratio", "target"));
     s.append(row("---", "---", "---:", "---", "---:", "---", "---:", "---"));
@@ -230,6 +266,8 @@ final class TransportReport {
             .map(l -> l + "\n").reduce("", String::concat)).append('\n');
     s.append("## Target: CPU of a Book+Release pair ≤ 2× the CPU of two no-op calls (the cheapest no-op server's "
         + "pair, same bodies)\n\n");
+    sideBySide(s, "pair", PAIR_TARGET, "pair");
+    s.append("### Standalone rounds (each server loaded on its own, one after another)\n\n");
     s.append(row("binding", "conns", "kvrouter µs/pair (median)", "cheapest no-op (per round)",
         "no-op µs/pair (median)", "ratio per round (kvrouter / no-op µs)", "median ratio", "target"));
     s.append(row("---", "---:", "---:", "---", "---:", "---", "---:", "---"));
