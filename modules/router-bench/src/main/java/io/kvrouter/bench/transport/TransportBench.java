@@ -532,7 +532,8 @@ public final class TransportBench implements Callable<Integer> {
   }
 
   private void measureServerHop(String mode) {
-    String binding = bindings.get(0);
+    // kvrouter.grpc.select-hop is read by the netty binding only: measuring it on another binding measures nothing
+    String binding = "netty";
     String key = "yield-" + binding + "-" + mode;
     String label = "Select hop " + mode + " (kvrouter `" + binding + "`, kvrouter.grpc.select-hop)";
     progress("yield, router binding %s with kvrouter.grpc.select-hop=%s: starting", binding, mode);
