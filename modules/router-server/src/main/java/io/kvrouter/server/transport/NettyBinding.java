@@ -11,6 +11,8 @@ import io.grpc.ServerMethodDefinition;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.util.concurrent.EventExecutor;
+import io.grpc.netty.shaded.io.netty.util.internal.ThreadExecutorMap;
 import io.grpc.protobuf.ProtoFileDescriptorSupplier;
 import io.grpc.protobuf.ProtoMethodDescriptorSupplier;
 import io.grpc.protobuf.ProtoServiceDescriptorSupplier;
@@ -202,10 +204,31 @@ final class NettyBinding {
    * cancels the stage: for Book the facade then sends CancelBook for whatever it booked.
    */
   private <Resp> void complete(ServerCallStreamObserver<Resp> call, CompletableFuture<Resp> answer) {
-    if (!answer.isDone()) {
-      call.setOnCancelHandler(() -> answer.cancel(false));
+    if (answer.isDone()) {
+      Throwable failure = failure(answer);
+      reply(call, failure == null ? answer.getNow(null) : null, failure);
+      return;
     }
-    answer.whenComplete((response, failure) -> reply(call, response, failure));
+    call.setOnCancelHandler(() -> answer.cancel(false));
+    // An answer completed elsewhere (the admission actor's thread) is encoded and written on the call's own event
+    // loop: the actor's thread is free for its next command sooner, and netty writes from its own thread directly.
+    EventExecutor loop = ThreadExecutorMap.currentExecutor();
+    answer.whenComplete((response, failure) -> {
+      if (loop == null || loop.inEventLoop()) {
+        reply(call, response, failure);
+      } else {
+        loop.execute(() -> reply(call, response, failure));
+      }
+    });
+  }
+
+  private static Throwable failure(CompletableFuture<?> done) {
+    try {
+      done.join();
+      return null;
+    } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
+      return e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
   }
 
   private <Resp> void reply(ServerCallStreamObserver<Resp> call, Resp response, Throwable failure) {
