@@ -66,6 +66,22 @@ final class Callers {
    * as a tenth of an inline Select, so calls/s is taken from this pass and latency from the timed one.
    */
   static Result runSyncUntimed(Executor pool, int callers, int total, long capMillis, SyncCall op) {
+    return sync(pool, callers, total, null, capMillis, op);
+  }
+
+  static Result runSync(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
+      SyncCall op) {
+    return sync(pool, callers, total, latency, capMillis, op);
+  }
+
+  /** {@code latency} null: untimed, the clock is read only every 1,024 calls for the deadline. */
+  private static Result sync(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
+      SyncCall op) {
+    if (latency != null) {
+      for (int i = 0; i < callers; i++) {
+        latency[i].reset();
+      }
+    }
     CountDownLatch done = new CountDownLatch(callers);
     AtomicLong failures = new AtomicLong();
     AtomicLong completed = new AtomicLong();
@@ -74,15 +90,22 @@ final class Callers {
     for (int c = 0; c < callers; c++) {
       int caller = c;
       int calls = share(total, callers, caller);
+      AbstractHistogram h = latency == null ? null : latency[caller];
       pool.execute(() -> {
         int k = 0;
         try {
-          for (; k < calls; k++) {
-            if (op.call(caller) == null) {
+          while (k < calls) {
+            long t0 = h == null ? 0 : System.nanoTime();
+            Object result = op.call(caller);
+            long t1 = h == null ? 0 : System.nanoTime();
+            k++;
+            if (result == null) {
               failures.incrementAndGet();
             }
-            if ((k & 1023) == 1023 && System.nanoTime() > deadline) {
-              k++;
+            if (h != null) {
+              Latency.record(h, t1 - t0);
+            }
+            if ((k & 1023) == 0 && (h == null ? System.nanoTime() : t1) > deadline) {
               break;
             }
           }
@@ -96,45 +119,9 @@ final class Callers {
     }
     await(done, capMillis);
     long wall = System.nanoTime() - start;
-    return new Result(callers, completed.get(), wall, null, failures.get());
-  }
-
-  static Result runSync(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
-      SyncCall op) {
-    for (int i = 0; i < callers; i++) {
-      latency[i].reset();
+    if (latency == null) {
+      return new Result(callers, completed.get(), wall, null, failures.get());
     }
-    CountDownLatch done = new CountDownLatch(callers);
-    AtomicLong failures = new AtomicLong();
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(capMillis);
-    long start = System.nanoTime();
-    for (int c = 0; c < callers; c++) {
-      int caller = c;
-      int calls = share(total, callers, caller);
-      pool.execute(() -> {
-        AbstractHistogram h = latency[caller];
-        try {
-          for (int k = 0; k < calls; k++) {
-            long t0 = System.nanoTime();
-            Object result = op.call(caller);
-            long t1 = System.nanoTime();
-            if (result == null) {
-              failures.incrementAndGet();
-            }
-            Latency.record(h, t1 - t0);
-            if ((k & 1023) == 1023 && t1 > deadline) {
-              break;
-            }
-          }
-        } catch (RuntimeException e) {
-          failures.incrementAndGet();
-        } finally {
-          done.countDown();
-        }
-      });
-    }
-    await(done, capMillis);
-    long wall = System.nanoTime() - start;
     AbstractHistogram merged = Latency.merge(latency, callers);
     return new Result(callers, merged.getTotalCount(), wall, merged, failures.get());
   }

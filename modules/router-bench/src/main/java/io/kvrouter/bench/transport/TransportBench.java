@@ -454,6 +454,16 @@ public final class TransportBench implements Callable<Integer> {
     }
   }
 
+  /** A load driver JVM over {@code args}, its stderr in {@code log}. */
+  private Process startDriver(List<String> args, Path log) throws IOException {
+    return new ProcessBuilder(ServerProcess.javaCommand(LoadDriver.class.getName(), flags(), args))
+        .redirectError(log.toFile()).start();
+  }
+
+  private static BufferedReader output(Process driver) {
+    return new BufferedReader(new InputStreamReader(driver.getInputStream(), StandardCharsets.UTF_8));
+  }
+
   private void driveVersus(Running router, Running noop, String point) throws IOException, InterruptedException {
     List<String> args = List.of("--port", Integer.toString(router.port()), "--server-pid",
         Long.toString(router.process().pid()), "--versus-port", Integer.toString(noop.port()), "--versus-pid",
@@ -461,11 +471,9 @@ public final class TransportBench implements Callable<Integer> {
         "--slice-ms", Long.toString(sliceMs), "--warmup-first-ms", Long.toString(Math.round(roundWarmup * 1000)),
         "--measure-ms", Long.toString(Math.round(measure * 1000)), "--clk-tck", Long.toString(clockTicks));
     Path log = logs.resolve("driver-versus-" + router.key() + "-" + noop.key() + ".log");
-    Process driver = new ProcessBuilder(ServerProcess.javaCommand(LoadDriver.class.getName(), flags(), args))
-        .redirectError(log.toFile()).start();
+    Process driver = startDriver(args, log);
     List<String> lines = new ArrayList<>();
-    try (BufferedReader in = new BufferedReader(new InputStreamReader(driver.getInputStream(),
-        StandardCharsets.UTF_8))) {
+    try (BufferedReader in = output(driver)) {
       String line;
       while ((line = in.readLine()) != null) {
         lines.add(line);
@@ -487,7 +495,7 @@ public final class TransportBench implements Callable<Integer> {
     if (!driver.waitFor(Math.round(roundWarmup + 2 * measure + 120), TimeUnit.SECONDS)) {
       driver.destroyForcibly();
     }
-    Files.write(logs.resolve("driver-versus-" + router.key() + "-" + noop.key() + ".out"), lines, 
+    Files.write(logs.resolve("driver-versus-" + router.key() + "-" + noop.key() + ".out"), lines,
         java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
   }
 
@@ -592,8 +600,7 @@ public final class TransportBench implements Callable<Integer> {
         "--measure-ms", Long.toString(Math.round(measure * 1000)),
         "--clk-tck", Long.toString(clockTicks));
     Path log = logs.resolve("driver-" + key + ".log");
-    Process driver = new ProcessBuilder(ServerProcess.javaCommand(LoadDriver.class.getName(), flags(), args))
-        .redirectError(log.toFile()).start();
+    Process driver = startDriver(args, log);
     long kinds = points.stream().map(p -> p.substring(0, p.indexOf(':'))).distinct().count();
     long budgetS = Math.round(kinds * warmupFirst + points.size() * (warmup + measure + 15) + 60);
     Thread watchdog = new Thread(() -> {
@@ -610,8 +617,7 @@ public final class TransportBench implements Callable<Integer> {
     String probeServer = null;
     boolean probeFailed = false;
     List<String> lines = new ArrayList<>();
-    try (BufferedReader in = new BufferedReader(new InputStreamReader(driver.getInputStream(),
-        StandardCharsets.UTF_8))) {
+    try (BufferedReader in = output(driver)) {
       String line;
       while ((line = in.readLine()) != null) {
         lines.add(line);
