@@ -74,23 +74,65 @@ final class Callers {
     return sync(pool, callers, total, latency, capMillis, op);
   }
 
-  /** {@code latency} null: untimed, the clock is read only every 1,024 calls for the deadline. */
+  /**
+   * One run's shared bookkeeping: per-caller histograms ({@code latency} null: untimed), the finish latch, the
+   * counters and the deadline.
+   */
+  private static final class Run {
+    final int callers;
+    final AbstractHistogram[] latency;
+    final long capMillis;
+    final CountDownLatch done;
+    final AtomicLong failures = new AtomicLong();
+    final AtomicLong completed = new AtomicLong();
+    final long deadline;
+    final long start;
+
+    Run(int callers, AbstractHistogram[] latency, long capMillis) {
+      this.callers = callers;
+      this.latency = latency;
+      this.capMillis = capMillis;
+      if (latency != null) {
+        for (int i = 0; i < callers; i++) {
+          latency[i].reset();
+        }
+      }
+      this.done = new CountDownLatch(callers);
+      this.deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(capMillis);
+      this.start = System.nanoTime();
+    }
+
+    AbstractHistogram histogram(int caller) {
+      return latency == null ? null : latency[caller];
+    }
+
+    /** Waits for every caller; calls/s over wall time, latency merged when timed. */
+    Result finish() {
+      try {
+        // callers stop themselves at the deadline; allow a little slack for in-flight calls to finish
+        if (!done.await(capMillis + 15_000, TimeUnit.MILLISECONDS)) {
+          throw new IllegalStateException("callers did not finish within " + capMillis + " ms + 15 s");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+      long wall = System.nanoTime() - start;
+      if (latency == null) {
+        return new Result(callers, completed.get(), wall, null, failures.get());
+      }
+      AbstractHistogram merged = Latency.merge(latency, callers);
+      return new Result(callers, merged.getTotalCount(), wall, merged, failures.get());
+    }
+  }
+
   private static Result sync(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
       SyncCall op) {
-    if (latency != null) {
-      for (int i = 0; i < callers; i++) {
-        latency[i].reset();
-      }
-    }
-    CountDownLatch done = new CountDownLatch(callers);
-    AtomicLong failures = new AtomicLong();
-    AtomicLong completed = new AtomicLong();
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(capMillis);
-    long start = System.nanoTime();
+    Run run = new Run(callers, latency, capMillis);
     for (int c = 0; c < callers; c++) {
       int caller = c;
       int calls = share(total, callers, caller);
-      AbstractHistogram h = latency == null ? null : latency[caller];
+      AbstractHistogram h = run.histogram(caller);
       pool.execute(() -> {
         int k = 0;
         try {
@@ -100,30 +142,24 @@ final class Callers {
             long t1 = h == null ? 0 : System.nanoTime();
             k++;
             if (result == null) {
-              failures.incrementAndGet();
+              run.failures.incrementAndGet();
             }
             if (h != null) {
               Latency.record(h, t1 - t0);
             }
-            if ((k & 1023) == 0 && (h == null ? System.nanoTime() : t1) > deadline) {
+            if ((k & 1023) == 0 && (h == null ? System.nanoTime() : t1) > run.deadline) {
               break;
             }
           }
         } catch (RuntimeException e) {
-          failures.incrementAndGet();
+          run.failures.incrementAndGet();
         } finally {
-          completed.addAndGet(k);
-          done.countDown();
+          run.completed.addAndGet(k);
+          run.done.countDown();
         }
       });
     }
-    await(done, capMillis);
-    long wall = System.nanoTime() - start;
-    if (latency == null) {
-      return new Result(callers, completed.get(), wall, null, failures.get());
-    }
-    AbstractHistogram merged = Latency.merge(latency, callers);
-    return new Result(callers, merged.getTotalCount(), wall, merged, failures.get());
+    return run.finish();
   }
 
   static Result runChained(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
@@ -138,40 +174,11 @@ final class Callers {
 
   private static Result chained(Executor pool, int callers, int total, AbstractHistogram[] latency, long capMillis,
       AsyncCall op) {
-    if (latency != null) {
-      for (int i = 0; i < callers; i++) {
-        latency[i].reset();
-      }
-    }
-    CountDownLatch done = new CountDownLatch(callers);
-    AtomicLong failures = new AtomicLong();
-    AtomicLong completed = new AtomicLong();
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(capMillis);
-    long start = System.nanoTime();
+    Run run = new Run(callers, latency, capMillis);
     for (int c = 0; c < callers; c++) {
-      Chain chain = new Chain(c, share(total, callers, c), latency == null ? null : latency[c], op, pool, done,
-          failures, completed, deadline);
-      pool.execute(chain);
+      pool.execute(new Chain(c, share(total, callers, c), op, pool, run));
     }
-    await(done, capMillis);
-    long wall = System.nanoTime() - start;
-    if (latency == null) {
-      return new Result(callers, completed.get(), wall, null, failures.get());
-    }
-    AbstractHistogram merged = Latency.merge(latency, callers);
-    return new Result(callers, merged.getTotalCount(), wall, merged, failures.get());
-  }
-
-  private static void await(CountDownLatch done, long capMillis) {
-    try {
-      // callers stop themselves at the deadline; allow a little slack for in-flight calls to finish
-      if (!done.await(capMillis + 15_000, TimeUnit.MILLISECONDS)) {
-        throw new IllegalStateException("callers did not finish within " + capMillis + " ms + 15 s");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
+    return run.finish();
   }
 
   private static final class Chain implements Runnable {
@@ -179,32 +186,24 @@ final class Callers {
     private final AbstractHistogram latency;
     private final AsyncCall op;
     private final Executor pool;
-    private final CountDownLatch done;
-    private final AtomicLong failures;
-    private final AtomicLong completed;
-    private final long deadline;
+    private final Run shared;
     private int remaining;
     private int calls;
     private long t0;
 
-    /** {@code latency} null: untimed, the clock is read only every 1,024 calls for the deadline. */
-    Chain(int caller, int calls, AbstractHistogram latency, AsyncCall op, Executor pool, CountDownLatch done,
-        AtomicLong failures, AtomicLong completed, long deadline) {
-      this.completed = completed;
+    Chain(int caller, int calls, AsyncCall op, Executor pool, Run shared) {
       this.caller = caller;
       this.remaining = calls;
-      this.latency = latency;
+      this.latency = shared.histogram(caller);
       this.op = op;
       this.pool = pool;
-      this.done = done;
-      this.failures = failures;
-      this.deadline = deadline;
+      this.shared = shared;
     }
 
     @Override
     public void run() {
       if (remaining <= 0) {
-        done.countDown();
+        shared.done.countDown();
         return;
       }
       if (latency != null) {
@@ -214,8 +213,8 @@ final class Callers {
       try {
         stage = op.call(caller);
       } catch (RuntimeException e) {
-        failures.incrementAndGet();
-        done.countDown();
+        shared.failures.incrementAndGet();
+        shared.done.countDown();
         return;
       }
       stage.whenCompleteAsync(this::completed, pool);
@@ -226,18 +225,18 @@ final class Callers {
       if (latency != null) {
         long t1 = System.nanoTime();
         Latency.record(latency, t1 - t0);
-        inTime = t1 < deadline;
+        inTime = t1 < shared.deadline;
       } else if ((++calls & 1023) == 0) {
-        inTime = System.nanoTime() < deadline;
+        inTime = System.nanoTime() < shared.deadline;
       }
-      completed.incrementAndGet();
+      shared.completed.incrementAndGet();
       if (failure != null) {
-        failures.incrementAndGet();
+        shared.failures.incrementAndGet();
       }
       if (--remaining > 0 && inTime) {
         run();
       } else {
-        done.countDown();
+        shared.done.countDown();
       }
     }
   }

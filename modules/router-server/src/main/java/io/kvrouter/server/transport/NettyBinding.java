@@ -204,14 +204,12 @@ final class NettyBinding {
    * cancels the stage: for Book the facade then sends CancelBook for whatever it booked.
    */
   private <Resp> void complete(ServerCallStreamObserver<Resp> call, CompletableFuture<Resp> answer) {
-    if (answer.isDone()) {
-      Throwable failure = failure(answer);
-      reply(call, failure == null ? answer.getNow(null) : null, failure);
-      return;
+    if (!answer.isDone()) {
+      call.setOnCancelHandler(() -> answer.cancel(false));
     }
-    call.setOnCancelHandler(() -> answer.cancel(false));
     // An answer completed elsewhere (the admission actor's thread) is encoded and written on the call's own event
     // loop: the actor's thread is free for its next command sooner, and netty writes from its own thread directly.
+    // One already complete (Select) is answered right here.
     EventExecutor loop = ThreadExecutorMap.currentExecutor();
     answer.whenComplete((response, failure) -> {
       if (loop == null || loop.inEventLoop()) {
@@ -220,15 +218,6 @@ final class NettyBinding {
         loop.execute(() -> reply(call, response, failure));
       }
     });
-  }
-
-  private static Throwable failure(CompletableFuture<?> done) {
-    try {
-      done.join();
-      return null;
-    } catch (java.util.concurrent.CompletionException | java.util.concurrent.CancellationException e) {
-      return e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
-    }
   }
 
   private <Resp> void reply(ServerCallStreamObserver<Resp> call, Resp response, Throwable failure) {
