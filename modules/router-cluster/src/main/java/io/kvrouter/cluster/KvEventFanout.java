@@ -3,7 +3,7 @@ package io.kvrouter.cluster;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionView;
 import java.util.List;
 import java.util.function.Function;

@@ -7,13 +7,14 @@ import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.policy.PickerSlot;
 import io.kvrouter.core.policy.PickerState;
+import io.kvrouter.core.policy.Scorers;
 import io.kvrouter.core.policy.PolicyConfig;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.LoadProjection;
-import io.kvrouter.core.selection.RoutingError;
-import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
@@ -239,7 +240,7 @@ public final class AdmissionState {
       return new BookOutcome.Rejected(e.error());
     }
     long prefill = Math.max(request.islTokens() - selection.cachedTokens(), 0);
-    long decode = Selector.requestBlocks(request.islTokens(), view.blockSize());
+    long decode = Scorers.requestBlocks(request.islTokens(), view.blockSize());
     RankLoad after = addLoad(selection.rank(), 1, prefill, decode);
     Booking booking = new Booking(request.requestId(), attempts.next(now), selection.rank(), prefill, decode, now,
         queuedMicros, selection.withLoad(after), nonce, now + settings.lease().toMillis(), request.blockHashes());

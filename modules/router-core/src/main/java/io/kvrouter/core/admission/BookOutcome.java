@@ -1,6 +1,6 @@
 package io.kvrouter.core.admission;
 
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 
 /** The result of a Book command: booked now, waiting in the queue, or rejected. */
 public sealed interface BookOutcome {

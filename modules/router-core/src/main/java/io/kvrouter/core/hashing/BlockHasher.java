@@ -1,6 +1,6 @@
 package io.kvrouter.core.hashing;
 
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.atomic.AtomicReferenceArray;

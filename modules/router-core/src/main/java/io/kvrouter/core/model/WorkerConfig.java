@@ -1,7 +1,7 @@
 package io.kvrouter.core.model;
 
-import io.kvrouter.core.selection.RoutingError;
-import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 
 /**
  * A registered engine replica of one model. It expands to ranks [dpStart, dpStart + dpSize). Sizes are ints: the

@@ -1,6 +1,5 @@
 package io.kvrouter.core.policy;
 
-import io.kvrouter.core.selection.Candidates;
 
 /**
  * Picks one candidate. A picker whose mutable state is a single atomic (the built-ins) declares itself thread-safe
@@ -9,7 +8,7 @@ import io.kvrouter.core.selection.Candidates;
  */
 public interface Picker {
   /** Returns an index in [0, candidates.size()). Costs are already computed; per-call scratch lives in candidates. */
-  int pick(Candidates candidates);
+  int pick(ScoredCandidates candidates);
 
   PickerState state();
 

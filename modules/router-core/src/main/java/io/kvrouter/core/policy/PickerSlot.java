@@ -1,6 +1,5 @@
 package io.kvrouter.core.policy;
 
-import io.kvrouter.core.selection.Candidates;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -25,7 +24,7 @@ public final class PickerSlot {
     this.picker = picker;
   }
 
-  public int pick(Candidates candidates) {
+  public int pick(ScoredCandidates candidates) {
     Picker current = picker;
     if (current.threadSafe()) {
       return current.pick(candidates);

@@ -1,6 +1,5 @@
 package io.kvrouter.core.policy;
 
-import io.kvrouter.core.selection.Candidates;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -50,7 +49,7 @@ public final class Pickers {
   /**
    * Minimum cost; ties broken uniformly at random by reservoir sampling (the k-th tie wins with probability 1/k).
    */
-  static int minCostReservoir(Candidates c, long seed, long pick) {
+  static int minCostReservoir(ScoredCandidates c, long seed, long pick) {
     int best = 0;
     double bestCost = c.cost(0);
     int ties = 1;
@@ -71,7 +70,7 @@ public final class Pickers {
    * Softmax over range-normalised negated costs: p_i ∝ exp(-(c_i - min) / ((max - min) · T)); uniform when all costs
    * are equal. Weights go to the per-call scratch in {@code c}.
    */
-  static int softmax(Candidates c, double temperature, long random) {
+  static int softmax(ScoredCandidates c, double temperature, long random) {
     int n = c.size();
     double min = Double.POSITIVE_INFINITY;
     double max = Double.NEGATIVE_INFINITY;
@@ -101,7 +100,7 @@ public final class Pickers {
     return n - 1;
   }
 
-  static int powerOfTwo(Candidates c, long first, long second) {
+  static int powerOfTwo(ScoredCandidates c, long first, long second) {
     int n = c.size();
     if (n == 1) {
       return 0;
@@ -135,7 +134,7 @@ public final class Pickers {
     }
 
     @Override
-    public int pick(Candidates c) {
+    public int pick(ScoredCandidates c) {
       long pick = nextPick();
       return switch (policy) {
         case ROUND_ROBIN -> (int) Math.floorMod(pick, (long) c.size());

@@ -1,6 +1,6 @@
 package io.kvrouter.core.policy;
 
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import java.util.Locale;
 
 /** The selection policies a model can run; switched at runtime with Admin.SetPolicy. */

@@ -1,6 +1,6 @@
 package io.kvrouter.core.policy;
 
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

@@ -1,10 +1,13 @@
 package io.kvrouter.core.selection;
 
+import io.kvrouter.core.policy.ScoredCandidates;
+
 /**
  * Per-call scratch of one selection: the eligible ranks with their projected loads, overlaps and costs. Each caller
- * owns its own instance (a thread-local one inline, a field in the actor), so nothing here is shared.
+ * owns its own instance (a thread-local one inline, a field in the actor), so nothing here is shared. Costs are
+ * written by {@link io.kvrouter.core.policy.Scorers}.
  */
-public final class Candidates {
+public final class Candidates implements ScoredCandidates {
   private int size;
   private int[] rankIndex = new int[0];
   private int[] inFlight = new int[0];
@@ -55,6 +58,7 @@ public final class Candidates {
     cost[i] = 0;
   }
 
+  @Override
   public int size() {
     return size;
   }
@@ -64,64 +68,42 @@ public final class Candidates {
     return rankIndex[i];
   }
 
+  @Override
   public int inFlight(int i) {
     return inFlight[i];
   }
 
+  @Override
   public long prefillTokens(int i) {
     return prefillTokens[i];
   }
 
+  @Override
   public long decodeBlocks(int i) {
     return decodeBlocks[i];
   }
 
+  @Override
   public double cost(int i) {
     return cost[i];
   }
 
-  void setCost(int i, double value) {
+  @Override
+  public void setCost(int i, double value) {
     cost[i] = value;
   }
 
-  /** least_in_flight and power_of_two: a candidate's cost is its in-flight requests. */
-  void setInFlightCosts() {
-    int[] requests = inFlight;
-    double[] costs = cost;
-    for (int i = 0; i < size; i++) {
-      costs[i] = requests[i];
-    }
-  }
-
-  /**
-   * Dynamo's kv cost for every candidate (see {@link Selector#computeCosts}); one pass over the arrays, with the
-   * request's terms computed once by the caller.
-   */
-  void setKvCosts(int islTokens, double blockSize, int requestBlocks, double credit, double hostWeight,
-      double diskWeight, double scale) {
-    int[] device = deviceOverlap;
-    int[] host = hostOverlap;
-    int[] disk = diskOverlap;
-    int[] active = activeMatched;
-    long[] prefillTokens = this.prefillTokens;
-    long[] decodeBlocks = this.decodeBlocks;
-    double[] costs = cost;
-    for (int i = 0; i < size; i++) {
-      double creditBlocks = credit * device[i] + hostWeight * host[i] + diskWeight * disk[i];
-      double prefill = (prefillTokens[i] + islTokens) / blockSize - creditBlocks;
-      int additionalActive = requestBlocks - active[i];
-      costs[i] = scale * (prefill > 0 ? prefill : 0) + decodeBlocks[i] + (additionalActive > 0 ? additionalActive : 0);
-    }
-  }
-
+  @Override
   public int deviceOverlap(int i) {
     return deviceOverlap[i];
   }
 
+  @Override
   public int hostOverlap(int i) {
     return hostOverlap[i];
   }
 
+  @Override
   public int diskOverlap(int i) {
     return diskOverlap[i];
   }
@@ -136,6 +118,7 @@ public final class Candidates {
     diskOverlap[i] = diskBeyondDevice;
   }
 
+  @Override
   public int activeMatched(int i) {
     return activeMatched[i];
   }
@@ -145,6 +128,7 @@ public final class Candidates {
     activeMatched[i] = blocks;
   }
 
+  @Override
   public double temperature() {
     return temperature;
   }
@@ -153,7 +137,7 @@ public final class Candidates {
     temperature = value;
   }
 
-  /** Scratch for a softmax picker's weights; valid for indexes below {@link #size()}. */
+  @Override
   public double[] scratchWeights() {
     return weights;
   }

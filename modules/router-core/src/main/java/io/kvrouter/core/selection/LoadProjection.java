@@ -1,5 +1,7 @@
 package io.kvrouter.core.selection;
 
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;

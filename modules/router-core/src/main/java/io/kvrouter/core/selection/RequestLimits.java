@@ -1,5 +1,6 @@
 package io.kvrouter.core.selection;
 
+import io.kvrouter.core.error.RoutingError;
 /** Validation of a routing request's shape, before it reaches any state. */
 public record RequestLimits(int maxTokens) {
   public static final int DEFAULT_MAX_TOKENS = 131_072;

@@ -1,7 +1,9 @@
 package io.kvrouter.core.selection;
 
+import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.policy.PolicyConfig;
+import io.kvrouter.core.policy.Scorers;
 import java.util.function.LongSupplier;
 
 /**
@@ -32,15 +34,14 @@ public final class Selector {
   }
 
   /**
-   * Fills every candidate's cost for the view's policy. kv: Dynamo's cost
-   * {@code scale·max((prefill_tokens + isl)/bs − credit·device − w_host·host − w_disk·disk, 0) + decode_blocks
-   * + additional_active_blocks}; least_in_flight and power_of_two: in-flight requests; the others ignore cost.
+   * Fills every candidate's cost for the view's policy with its scorer ({@link Scorers}), the request's overrides
+   * taking precedence over the policy's parameters; round_robin and random ignore cost.
    */
   static void computeCosts(SelectionView view, SelectionRequest request, Candidates c) {
     PolicyConfig policy = view.policy();
     Policy kind = policy.policy();
     if (kind == Policy.LEAST_IN_FLIGHT || kind == Policy.POWER_OF_TWO) {
-      c.setInFlightCosts();
+      Scorers.inFlight(c);
       return;
     }
     if (kind != Policy.KV) {
@@ -51,18 +52,12 @@ public final class Selector {
       view.overlapSource().overlaps(view, hashes, c);
       view.activePrefix().matched(view, hashes, c);
     }
-    double blockSize = view.blockSize();
-    int requestBlocks = requestBlocks(request.islTokens(), view.blockSize());
+    int requestBlocks = Scorers.requestBlocks(request.islTokens(), view.blockSize());
     double credit = request.overlapCredit() != null ? request.overlapCredit() : policy.overlapCredit();
     double scale = request.prefillLoadScale() != null ? request.prefillLoadScale() : policy.prefillLoadScale();
     double hostWeight = policy.hostCacheHitWeight();
     double diskWeight = policy.diskCacheHitWeight();
-    c.setKvCosts(request.islTokens(), blockSize, requestBlocks, credit, hostWeight, diskWeight, scale);
+    Scorers.kv(c, request.islTokens(), view.blockSize(), requestBlocks, credit, hostWeight, diskWeight, scale);
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
-  }
-
-  /** Blocks a request occupies: ceil(isl / block size). */
-  public static int requestBlocks(int islTokens, int blockSize) {
-    return blockSize <= 0 ? 0 : (islTokens + blockSize - 1) / blockSize;
   }
 }

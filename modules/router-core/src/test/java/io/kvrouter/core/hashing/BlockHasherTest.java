@@ -3,8 +3,8 @@ package io.kvrouter.core.hashing;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvrouter.core.selection.RoutingError;
-import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;

@@ -1,5 +1,7 @@
 package io.kvrouter.core.selection;
 
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import static io.kvrouter.core.Fixtures.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,6 +1,6 @@
 package io.kvrouter.server.grpc;
 
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import java.time.Duration;
 import java.util.Optional;
 import org.apache.pekko.grpc.javadsl.Metadata;

@@ -2,8 +2,8 @@ package io.kvrouter.server.grpc;
 
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.kvrouter.core.selection.RoutingError;
-import io.kvrouter.core.selection.RoutingException;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;

@@ -16,7 +16,7 @@ import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.hashing.BlockHasher;
 import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.RequestLimits;
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;

@@ -10,7 +10,7 @@ import io.kvrouter.api.v1.RouterPowerApi;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.cluster.SchedulerQueue;
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.admission.BookingAnswer;
 import java.time.Duration;

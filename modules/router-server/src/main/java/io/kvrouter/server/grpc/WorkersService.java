@@ -19,7 +19,7 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.selection.RoutingError;
+import io.kvrouter.core.error.RoutingError;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.kvrouter.core.selection;
+package io.kvrouter.core.error;
 
 /**
  * A rejection with a status (mapped 1:1 onto a gRPC status at the edge), a machine-readable reason and a message.

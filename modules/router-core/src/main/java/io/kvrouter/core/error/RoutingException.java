@@ -1,4 +1,4 @@
-package io.kvrouter.core.selection;
+package io.kvrouter.core.error;
 
 /** Carries a {@link RoutingError}; no stack trace, since rejections are ordinary answers on hot paths. */
 public final class RoutingException extends RuntimeException {

@@ -1,0 +1,38 @@
+package io.kvrouter.core.policy;
+
+/**
+ * Cost functions over a selection's candidates, kept apart from the pickers that choose by cost (as Dynamo keeps its
+ * scorer and selector apart). round_robin and random read no cost.
+ */
+public final class Scorers {
+  private Scorers() {}
+
+  /** least_in_flight and power_of_two: a candidate's cost is its in-flight requests. */
+  public static void inFlight(ScoredCandidates c) {
+    for (int i = 0; i < c.size(); i++) {
+      c.setCost(i, c.inFlight(i));
+    }
+  }
+
+  /**
+   * Dynamo's kv cost per candidate rank: {@code scale·max((prefill_tokens + isl)/block_size − (credit·device
+   * + hostWeight·host + diskWeight·disk), 0) + decode_blocks + max(requestBlocks − active_matched, 0)}.
+   *
+   * @param requestBlocks blocks the request occupies, ceil(isl / block size)
+   */
+  public static void kv(ScoredCandidates c, int islTokens, int blockSize, int requestBlocks, double credit,
+      double hostWeight, double diskWeight, double scale) {
+    double blocks = blockSize;
+    for (int i = 0; i < c.size(); i++) {
+      double creditBlocks = credit * c.deviceOverlap(i) + hostWeight * c.hostOverlap(i) + diskWeight * c.diskOverlap(i);
+      double prefill = (c.prefillTokens(i) + islTokens) / blocks - creditBlocks;
+      int additionalActive = requestBlocks - c.activeMatched(i);
+      c.setCost(i, scale * (prefill > 0 ? prefill : 0) + c.decodeBlocks(i) + (additionalActive > 0 ? additionalActive : 0));
+    }
+  }
+
+  /** Blocks a request occupies: ceil(isl / block size). */
+  public static int requestBlocks(int islTokens, int blockSize) {
+    return blockSize <= 0 ? 0 : (islTokens + blockSize - 1) / blockSize;
+  }
+}
