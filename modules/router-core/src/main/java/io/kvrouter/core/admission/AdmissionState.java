@@ -245,7 +245,7 @@ public final class AdmissionState {
     Booking booking = new Booking(request.requestId(), attempts.next(now), selection.rank(), prefill, decode, now,
         queuedMicros, selection.withLoad(after), nonce, now + settings.lease().toMillis(), request.blockHashes());
     bookings.put(booking.requestId, booking);
-    activePrefix.add(booking.rank, booking.sequenceHashes);
+    activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
     overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
     return new BookOutcome.Booked(answer(booking, false));
   }
@@ -317,7 +317,7 @@ public final class AdmissionState {
 
   private void free(Booking booking) {
     bookings.remove(booking.requestId);
-    activePrefix.remove(booking.rank, booking.sequenceHashes);
+    activePrefix.remove(booking.rank, booking.attempt);
     addLoad(booking.rank, -1, -booking.heldPrefillTokens(), -booking.decodeBlocks);
   }
 

@@ -1,5 +1,6 @@
 package io.kvrouter.core.indexer;
 
+import io.kvrouter.core.hashing.PrefixClosed;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.KvOverlapSource;
@@ -178,17 +179,7 @@ public final class ApproximateKvIndex implements KvOverlapSource {
    * is never earlier than a descendant's, and "held and unexpired" holds for a prefix of the path.
    */
   static int depth(Node[] path, int matched, int id, long nowRel) {
-    int low = 0;
-    int high = matched;
-    while (low < high) {
-      int mid = (low + high + 1) >>> 1;
-      if (Node.payload(path[mid - 1].entries(), id) > nowRel) {
-        low = mid;
-      } else {
-        high = mid - 1;
-      }
-    }
-    return low;
+    return PrefixClosed.heldDepth(matched, k -> Node.payload(path[k].entries(), id) > nowRel);
   }
 
   /**

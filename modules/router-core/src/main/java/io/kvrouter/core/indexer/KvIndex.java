@@ -1,5 +1,6 @@
 package io.kvrouter.core.indexer;
 
+import io.kvrouter.core.hashing.PrefixClosed;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.KvOverlapSource;
@@ -406,19 +407,9 @@ public final class KvIndex implements KvOverlapSource {
     }
   }
 
-  /** How many leading nodes of the path hold {@code id}: a binary search, since a rank's blocks are prefix-closed. */
+  /** How many leading nodes of the path hold {@code id} (a rank's blocks are prefix-closed). */
   static int heldDepth(Node[] path, int matched, int id) {
-    int low = 0;
-    int high = matched;
-    while (low < high) {
-      int mid = (low + high + 1) >>> 1;
-      if (Node.payload(path[mid - 1].entries(), id) > 0) {
-        low = mid;
-      } else {
-        high = mid - 1;
-      }
-    }
-    return low;
+    return PrefixClosed.heldDepth(matched, k -> Node.payload(path[k].entries(), id) > 0);
   }
 
   static void fill(Candidates candidates, int i, Node[] path, int matched, RankState state) {

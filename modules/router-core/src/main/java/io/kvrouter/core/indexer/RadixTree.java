@@ -1,6 +1,8 @@
 package io.kvrouter.core.indexer;
 
 import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.selection.RankResolution;
+import io.kvrouter.core.selection.SelectionView;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -15,7 +17,7 @@ final class RadixTree {
   final Node root = new Node(0L);
   /** Readers resolve a candidate's rank to its id here; a lock-free map, written only by the writer. */
   final ConcurrentHashMap<Rank, RankState> ranks = new ConcurrentHashMap<>();
-  /** Bumped whenever a rank state is created or forgotten, so readers can cache rank → state resolutions. */
+  /** Bumped whenever a rank state is created or forgotten (see {@link RankResolution}). */
   volatile long epoch;
   private final boolean trackBlockIds;
   private final BitSet usedIds = new BitSet();
@@ -30,25 +32,11 @@ final class RadixTree {
   // ---------------------------------------------------------------- reader side
 
   /** The states of a view's ranks by rank index (null: the rank holds nothing here), cached per view and epoch. */
-  RankState[] resolve(io.kvrouter.core.selection.SelectionView view) {
-    long current = epoch;
-    Resolved cached = resolved;
-    if (cached != null && cached.view == view && cached.epoch == current) {
-      return cached.states;
-    }
-    // A resolution racing a write may hold a state just forgotten (its entries are gone: no overlap) or miss one
-    // just created; the changed epoch makes the next call resolve again.
-    RankState[] states = new RankState[view.rankCount()];
-    for (int i = 0; i < states.length; i++) {
-      states[i] = ranks.get(view.rank(i));
-    }
-    resolved = new Resolved(view, current, states);
-    return states;
+  RankState[] resolve(SelectionView view) {
+    return resolution.resolve(view, epoch);
   }
 
-  private record Resolved(io.kvrouter.core.selection.SelectionView view, long epoch, RankState[] states) {}
-
-  private volatile Resolved resolved;
+  private final RankResolution<RankState> resolution = new RankResolution<>(ranks::get, RankState[]::new);
 
   RankState state(Rank rank) {
     return ranks.get(rank);

@@ -1,9 +1,12 @@
 package io.kvrouter.core.sequences;
 
+import io.kvrouter.core.hashing.PrefixClosed;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.RankResolution;
 import io.kvrouter.core.selection.SelectionView;
+import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jctools.maps.NonBlockingHashMapLong;
@@ -14,6 +17,9 @@ import org.jctools.maps.NonBlockingHashMapLong;
  * actor) changes it; both selection paths read it concurrently. A read racing a write may see a booking half added,
  * which can only make one pick worse, never break the ledger.
  *
+ * <p>Bookings are keyed by their attempt (unique per model): adding an attempt already held, or removing one not
+ * held, changes nothing, so a repeated remove can never take away another booking's blocks.
+ *
  * <p>Each rank's counts live in a lock-free map with primitive {@code long} keys (JCTools), so neither the Book's
  * add, the Release's remove nor a Select's probes box a hash; counts up to 127 are the JDK's cached Integers.
  */
@@ -21,20 +27,20 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
   private final Map<Rank, Held> held = new ConcurrentHashMap<>();
   /** Bookings with blocks in the index, over all ranks: with none, a selection probes nothing. */
   private volatile int liveBookings;
-  /** Bumped when a rank's entry is created or dropped, so readers can cache a view's rank → entry resolution. */
+  /** Bumped when a rank's entry is created or dropped (see {@link RankResolution}). */
   private volatile long epoch;
-  private volatile Resolved resolved;
+  private final RankResolution<Held> resolution = new RankResolution<>(held::get, Held[]::new);
 
-  private record Resolved(SelectionView view, long epoch, Held[] byRankIndex) {}
-
-  /** One rank's refcounted hashes and how many live bookings put them there. */
+  /** One rank's refcounted hashes and the live bookings (by attempt) that put them there. */
   private static final class Held {
     final NonBlockingHashMapLong<Integer> counts = new NonBlockingHashMapLong<>();
-    volatile int bookings;
+    /** Writer only. */
+    final Long2ObjectOpenHashMap<long[]> bookings = new Long2ObjectOpenHashMap<>();
+    volatile int bookingCount;
   }
 
-  /** Counts one more booking holding {@code sequenceHashes} on {@code rank}. Writer only. */
-  public void add(Rank rank, long[] sequenceHashes) {
+  /** Counts booking {@code attempt} as holding {@code sequenceHashes} on {@code rank}. Writer only. */
+  public void add(Rank rank, long attempt, long[] sequenceHashes) {
     if (sequenceHashes.length == 0) {
       return;
     }
@@ -44,8 +50,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
       held.put(rank, rankHeld);
       epoch++;
     }
+    if (rankHeld.bookings.putIfAbsent(attempt, sequenceHashes) != null) {
+      return;
+    }
     NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
-    rankHeld.bookings++; // single writer: plain increments of volatiles are safe
+    rankHeld.bookingCount++; // single writer: plain increments of volatiles are safe
     liveBookings++;
     for (long hash : sequenceHashes) {
       Integer count = counts.get(hash);
@@ -53,14 +62,15 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     }
   }
 
-  /** Counts one booking fewer; a hash no booking holds any more is dropped. Writer only. */
-  public void remove(Rank rank, long[] sequenceHashes) {
+  /** Drops booking {@code attempt}; a hash no booking holds any more is dropped. Writer only. */
+  public void remove(Rank rank, long attempt) {
     Held rankHeld = held.get(rank);
-    if (rankHeld == null || sequenceHashes.length == 0) {
+    long[] sequenceHashes = rankHeld == null ? null : rankHeld.bookings.remove(attempt);
+    if (sequenceHashes == null) {
       return;
     }
     NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
-    rankHeld.bookings--;
+    rankHeld.bookingCount--;
     liveBookings--;
     for (long hash : sequenceHashes) {
       Integer count = counts.get(hash);
@@ -78,7 +88,7 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
   public void removeWorker(String workerId) {
     held.entrySet().removeIf(e -> {
       if (e.getKey().workerId().equals(workerId)) {
-        liveBookings -= e.getValue().bookings;
+        liveBookings -= e.getValue().bookingCount;
         return true;
       }
       return false;
@@ -92,21 +102,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
   }
 
   private static int matchedDepth(Held rankHeld, long[] sequenceHashes) {
-    if (rankHeld == null || rankHeld.bookings <= 0) {
+    if (rankHeld == null || rankHeld.bookingCount <= 0) {
       return 0;
     }
     NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
-    int low = 0;
-    int high = sequenceHashes.length;
-    while (low < high) {
-      int mid = (low + high + 1) >>> 1;
-      if (counts.containsKey(sequenceHashes[mid - 1])) {
-        low = mid;
-      } else {
-        high = mid - 1;
-      }
-    }
-    return low;
+    return PrefixClosed.heldDepth(sequenceHashes.length, k -> counts.containsKey(sequenceHashes[k]));
   }
 
   @Override
@@ -114,25 +114,9 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     if (liveBookings <= 0) {
       return;
     }
-    Held[] byRankIndex = resolve(view);
+    Held[] byRankIndex = resolution.resolve(view, epoch);
     for (int i = 0; i < candidates.size(); i++) {
       candidates.setActiveMatched(i, matchedDepth(byRankIndex[candidates.rankIndex(i)], sequenceHashes));
     }
-  }
-
-  /** The view's ranks' entries by rank index, cached per view and epoch (views change only on registrations). */
-  private Held[] resolve(SelectionView view) {
-    long current = epoch;
-    Resolved cached = resolved;
-    if (cached != null && cached.view == view && cached.epoch == current) {
-      return cached.byRankIndex;
-    }
-    // a resolution racing a write may miss an entry just created; the changed epoch makes the next call resolve again
-    Held[] byRankIndex = new Held[view.rankCount()];
-    for (int i = 0; i < byRankIndex.length; i++) {
-      byRankIndex[i] = held.get(view.rank(i));
-    }
-    resolved = new Resolved(view, current, byRankIndex);
-    return byRankIndex;
   }
 }
