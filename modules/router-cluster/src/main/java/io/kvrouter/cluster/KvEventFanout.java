@@ -69,10 +69,7 @@ public final class KvEventFanout {
     if (worker == null) {
       throw WorkerConfig.unknownWorker(model, workerId);
     }
-    if (dpRank < worker.dpStart() || dpRank >= worker.dpStart() + worker.dpSize()) {
-      throw RoutingError.invalid(RoutingError.INVALID_SIZE, "worker '" + workerId + "' has no dp rank " + dpRank)
-          .toException();
-    }
+    worker.requireRank(dpRank);
     Applied applied = applyLocally(model, worker.rank(dpRank), events);
     topic.tell(Topic.publish(new Published(self, model, workerId, dpRank, events)));
     return applied;

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.kvrouter.core.admission.BookingAnswer;
-import io.kvrouter.core.admission.ManualClock;
+import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.policy.PickerState;

@@ -1,15 +1,23 @@
 package io.kvrouter.core.admission;
 
 /**
- * Time-ordered 64-bit attempt ids: {@code millis << 16} plus a counter, never below the last one issued. A restarted
- * actor (possibly on another node) starts from its own clock, so its attempts sort after the previous incarnation's
- * unless more than 65,536 bookings per millisecond ran ahead of the clock right before the restart.
+ * Time-ordered 64-bit attempt ids: {@code millis << 16} plus a counter, always above the last one issued and above
+ * the floor a new incarnation starts from (the highest attempt its predecessor issued), so attempts stay unique
+ * across restarts even when the clock has not moved or has gone back.
  */
-public final class AttemptIds {
+final class AttemptIds {
   private long last;
 
-  public long next(long nowMillis) {
+  AttemptIds(long floor) {
+    this.last = floor;
+  }
+
+  long next(long nowMillis) {
     last = Math.max(last + 1, nowMillis << 16);
+    return last;
+  }
+
+  long last() {
     return last;
   }
 }

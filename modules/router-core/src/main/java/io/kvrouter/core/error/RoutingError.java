@@ -52,6 +52,10 @@ public record RoutingError(Code code, String reason, String message) {
     return new RoutingError(Code.UNAVAILABLE, reason, message);
   }
 
+  public static RoutingError emptyModel() {
+    return invalid(EMPTY_MODEL, "model must not be empty");
+  }
+
   public static RoutingError unknownModel(String model) {
     return notFound(UNKNOWN_MODEL, "model '" + model + "' has no registered worker");
   }

@@ -48,6 +48,19 @@ public record WorkerConfig(
     }
   }
 
+  /** Whether {@code dpRank} is one of this worker's ranks, [dpStart, dpStart + dpSize). */
+  public boolean hasRank(int dpRank) {
+    return dpRank >= dpStart && dpRank < dpStart + dpSize;
+  }
+
+  /** Throws INVALID_ARGUMENT unless {@code dpRank} is one of this worker's ranks. */
+  public void requireRank(int dpRank) {
+    if (!hasRank(dpRank)) {
+      throw RoutingError.invalid(RoutingError.INVALID_SIZE, "worker '" + workerId + "' has no dp rank " + dpRank)
+          .toException();
+    }
+  }
+
   public Rank rank(int dpRank) {
     return new Rank(workerId, dpRank);
   }

@@ -37,10 +37,6 @@ public final class PickerSlot {
     }
   }
 
-  public boolean lockFree() {
-    return picker.threadSafe();
-  }
-
   public PickerState state() {
     lock.lock();
     try {

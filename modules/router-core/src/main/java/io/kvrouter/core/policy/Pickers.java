@@ -8,14 +8,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>The state of a picker is (seed, pick counter). Each pick takes the next number from the counter and draws its
  * randomness from (seed, pick number, draw index) through a stateless mixer; the round-robin cursor is the counter
  * itself. So restoring (seed, counter) replays the same picks — what the parity tests rely on — and a picker whose
- * counter is atomic needs no lock: {@link #create} gives those. {@link #createLocked} gives the same pickers with a
- * plain counter, the shape of a stateful custom picker that must keep the lock (benchmarks compare the two).
+ * counter is atomic needs no lock: {@link #create} gives those. {@link #pick} is the pick itself, a pure function of
+ * (policy, seed, pick number, candidates), for pickers that keep their counter elsewhere.
  */
 public final class Pickers {
   private Pickers() {}
 
   public static Picker create(Policy policy, PickerState state) {
-    return new BuiltIn(policy, state, true);
+    return new BuiltIn(policy, state);
   }
 
   /** A fresh built-in picker seeded from {@code seed}. */
@@ -23,9 +23,16 @@ public final class Pickers {
     return create(policy, new PickerState(seed, 0));
   }
 
-  /** The same picker with a plain counter: not thread-safe, so its slot keeps the lock. */
-  public static Picker createLocked(Policy policy, PickerState state) {
-    return new BuiltIn(policy, state, false);
+  /** Pick number {@code pick} of a picker seeded with {@code seed}: the same inputs always give the same index. */
+  public static int pick(Policy policy, long seed, long pick, ScoredCandidates c) {
+    return switch (policy) {
+      case ROUND_ROBIN -> (int) Math.floorMod(pick, (long) c.size());
+      case RANDOM -> below(draw(seed, pick, 0), c.size());
+      case LEAST_IN_FLIGHT -> minCostReservoir(c, seed, pick);
+      case POWER_OF_TWO -> powerOfTwo(c, draw(seed, pick, 0), draw(seed, pick, 1));
+      case KV -> c.temperature() > 0 ? softmax(c, c.temperature(), draw(seed, pick, 0))
+          : minCostReservoir(c, seed, pick);
+    };
   }
 
   /** One uniformly distributed 64-bit draw for (seed, pick, draw): the SplitMix64 finalizer over a unique input. */
@@ -113,47 +120,31 @@ public final class Pickers {
     return c.cost(b) < c.cost(a) ? b : a;
   }
 
-  /** Every built-in policy: least_in_flight's cost is the in-flight count, kv's is Dynamo's cost. */
+  /** Every built-in policy, with an atomic pick counter: thread-safe, so its slot never takes the lock. */
   private static final class BuiltIn implements Picker {
     private final Policy policy;
     private final long seed;
-    private final boolean lockFree;
-    private final AtomicLong atomicPicks;
-    private long plainPicks;
+    private final AtomicLong picks;
 
-    BuiltIn(Policy policy, PickerState state, boolean lockFree) {
+    BuiltIn(Policy policy, PickerState state) {
       this.policy = policy;
       this.seed = state.rngState();
-      this.lockFree = lockFree;
-      this.atomicPicks = new AtomicLong(state.cursor());
-      this.plainPicks = state.cursor();
-    }
-
-    private long nextPick() {
-      return lockFree ? atomicPicks.getAndIncrement() : plainPicks++;
+      this.picks = new AtomicLong(state.cursor());
     }
 
     @Override
     public int pick(ScoredCandidates c) {
-      long pick = nextPick();
-      return switch (policy) {
-        case ROUND_ROBIN -> (int) Math.floorMod(pick, (long) c.size());
-        case RANDOM -> below(draw(seed, pick, 0), c.size());
-        case LEAST_IN_FLIGHT -> minCostReservoir(c, seed, pick);
-        case POWER_OF_TWO -> powerOfTwo(c, draw(seed, pick, 0), draw(seed, pick, 1));
-        case KV -> c.temperature() > 0 ? softmax(c, c.temperature(), draw(seed, pick, 0))
-            : minCostReservoir(c, seed, pick);
-      };
+      return Pickers.pick(policy, seed, picks.getAndIncrement(), c);
     }
 
     @Override
     public PickerState state() {
-      return new PickerState(seed, lockFree ? atomicPicks.get() : plainPicks);
+      return new PickerState(seed, picks.get());
     }
 
     @Override
     public boolean threadSafe() {
-      return lockFree;
+      return true;
     }
   }
 }

@@ -1,15 +1,14 @@
 package io.kvrouter.core.selection;
 
 import io.kvrouter.core.error.RoutingError;
+
 /** Validation of a routing request's shape, before it reaches any state. */
 public record RequestLimits(int maxTokens) {
   public static final int DEFAULT_MAX_TOKENS = 131_072;
 
   /** Rejects a malformed request with INVALID_ARGUMENT; {@code forBook} also requires a request id. */
   public void validate(SelectionRequest request, boolean forBook) {
-    if (request.model() == null || request.model().isBlank()) {
-      throw RoutingError.invalid(RoutingError.EMPTY_MODEL, "model must not be empty").toException();
-    }
+    requireModel(request.model());
     if (forBook && (request.requestId() == null || request.requestId().isBlank())) {
       throw RoutingError.invalid(RoutingError.EMPTY_REQUEST_ID, "request_id is required for Book").toException();
     }
@@ -31,6 +30,13 @@ public record RequestLimits(int maxTokens) {
     checkOverride("temperature", request.temperature());
     checkOverride("overlap_credit", request.overlapCredit());
     checkOverride("prefill_load_scale", request.prefillLoadScale());
+  }
+
+  /** Rejects an empty model name with INVALID_ARGUMENT / EMPTY_MODEL: every call that names a model checks it. */
+  public static void requireModel(String model) {
+    if (model == null || model.isBlank()) {
+      throw RoutingError.emptyModel().toException();
+    }
   }
 
   private static void checkOverride(String name, Double value) {

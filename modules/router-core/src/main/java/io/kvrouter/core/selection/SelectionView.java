@@ -141,14 +141,4 @@ public final class SelectionView {
   public long heartbeatTimeoutMillis() {
     return heartbeatTimeoutMillis;
   }
-
-  /** The same view with another picker: the parity tests compare two views that differ only there. */
-  public SelectionView withPicker(PickerSlot otherPicker) {
-    Map<Rank, LoadCell> cellMap = new HashMap<>();
-    for (int i = 0; i < ranks.length; i++) {
-      cellMap.put(ranks[i], cells[i]);
-    }
-    return new SelectionView(model, version, workers.values(), cellMap, policy, otherPicker, overlapSource,
-        activePrefix, heartbeatTimeoutMillis);
-  }
 }

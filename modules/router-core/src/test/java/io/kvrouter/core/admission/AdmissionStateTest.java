@@ -11,6 +11,9 @@ import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.testkit.LedgerInvariants;
+import io.kvrouter.core.testkit.ManualClock;
+import io.kvrouter.core.selection.KvOverlapSource;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,7 +30,7 @@ class AdmissionStateTest {
   void setUp() {
     state = new AdmissionState("m", new AdmissionSettings(Duration.ofSeconds(300), Duration.ofSeconds(10)), clock,
         io.kvrouter.core.selection.KvOverlapSource.NONE,
-        view -> publishedVersions.add(view.version()));
+        view -> publishedVersions.add(view.version()), 0);
     state.register(worker("a"));
     state.register(worker("b"));
     state.setPolicy("least_in_flight", Map.of("seed", "7"));
@@ -48,7 +51,7 @@ class AdmissionStateTest {
     assertThat(state.release("r1", booked.attempt()).applied()).as("second release").isFalse();
     assertThat(state.release("unknown", 1).applied()).isFalse();
     assertThat(state.liveBookings()).isZero();
-    assertThat(state.checkInvariants()).isNull();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
   }
 
   @Test
@@ -97,7 +100,7 @@ class AdmissionStateTest {
     assertThat(state.liveBookings()).isEqualTo(1);
     assertThat(state.cancelBook("r1", 200)).isTrue();
     assertThat(state.liveBookings()).isZero();
-    assertThat(state.checkInvariants()).isNull();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
   }
 
   @Test
@@ -125,21 +128,21 @@ class AdmissionStateTest {
     assertThat(state.liveBookings()).isZero();
     assertThat(state.snapshot().expiredBookings()).isEqualTo(1);
     assertThat(state.release("r1", booked.attempt()).applied()).isFalse();
-    assertThat(state.checkInvariants()).isNull();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
   }
 
+  /** The clock does not move: only the floor handed over from the previous incarnation keeps attempts apart. */
   @Test
-  void attemptsStayUniqueAcrossIncarnations() {
+  void aRestartedStateInTheSameMillisecondIssuesAttemptsAboveThePreviousIncarnations() {
     long first = book("r1", 1).attempt();
-    AdmissionState restarted = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
+    long second = book("r2", 2).attempt();
+    AdmissionState restarted = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
+        view -> {}, state.ledgerSnapshot().highestAttempt());
     restarted.register(worker("a"));
-    BookOutcome outcome = restarted.book(SelectionRequest.of("m", "r1", 64), 1, 0);
-    clock.advance(Duration.ofMillis(1));
-    AdmissionState later = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
-    later.register(worker("a"));
-    long third = ((BookOutcome.Booked) later.book(SelectionRequest.of("m", "r1", 64), 1, 0)).answer().attempt();
-    assertThat(((BookOutcome.Booked) outcome).answer().attempt()).isNotEqualTo(0);
-    assertThat(third).isGreaterThan(first);
+    long afterRestart = ((BookOutcome.Booked) restarted.book(SelectionRequest.of("m", "r1", 64), 3, 0)).answer()
+        .attempt();
+    assertThat(afterRestart).isGreaterThan(second).isGreaterThan(first);
+    assertThat(restarted.release("r1", first).applied()).as("the old incarnation's attempt is fenced off").isFalse();
   }
 
   @Test
@@ -168,7 +171,7 @@ class AdmissionStateTest {
     assertThat(state.deregister(one.selection().rank().workerId())).isEqualTo(1);
     assertThat(state.liveBookings()).isEqualTo(1);
     assertThat(state.release("r1", one.attempt()).applied()).isFalse();
-    assertThat(state.checkInvariants()).isNull();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
     assertThatThrownBy(() -> state.deregister("nope")).isInstanceOfSatisfying(RoutingException.class,
         e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_WORKER));
   }

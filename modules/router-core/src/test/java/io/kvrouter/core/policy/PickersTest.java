@@ -5,6 +5,15 @@ import static org.assertj.core.api.Assertions.within;
 
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.CandidatesForTests;
+import io.kvrouter.core.testkit.LockedPicker;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.Future;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.CountDownLatch;
+import java.util.List;
+import java.util.ArrayList;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -93,10 +102,66 @@ class PickersTest {
         .hasMessageContaining("bogus");
   }
 
+  /**
+   * A picker that is not thread-safe runs under its slot's lock: picks from four threads never overlap, and its
+   * plain counter loses no increment. The picker itself detects overlapping entries.
+   */
   @Test
-  void builtInPickersAreLockFreeAndCustomStatefulOnesKeepTheLock() {
-    assertThat(new PickerSlot(Policy.KV, new PickerState(1, 0)).lockFree()).isTrue();
-    assertThat(new PickerSlot(Pickers.createLocked(Policy.KV, new PickerState(1, 0))).lockFree()).isFalse();
+  void aPickerThatIsNotThreadSafeNeverRunsConcurrentlyThroughItsSlot() throws Exception {
+    AtomicInteger inside = new AtomicInteger();
+    AtomicInteger overlaps = new AtomicInteger();
+    Picker stateful = new Picker() {
+      private long picks;
+
+      @Override
+      public int pick(ScoredCandidates candidates) {
+        if (inside.incrementAndGet() > 1) {
+          overlaps.incrementAndGet();
+        }
+        long before = picks;
+        for (int spin = 0; spin < 20; spin++) {
+          Thread.onSpinWait(); // widen the window in which an unlocked caller would overlap
+        }
+        picks = before + 1;
+        inside.decrementAndGet();
+        return 0;
+      }
+
+      @Override
+      public PickerState state() {
+        return new PickerState(0, picks);
+      }
+    };
+    PickerSlot slot = new PickerSlot(stateful);
+    int threads = 4;
+    int picksPerThread = 20_000;
+    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    CountDownLatch start = new CountDownLatch(1);
+    List<Future<?>> done = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      done.add(pool.submit(() -> {
+        Candidates c = CandidatesForTests.withCosts(0, 0);
+        start.await();
+        for (int i = 0; i < picksPerThread; i++) {
+          slot.pick(c);
+        }
+        return null;
+      }));
+    }
+    start.countDown();
+    for (Future<?> f : done) {
+      f.get(30, TimeUnit.SECONDS);
+    }
+    pool.shutdown();
+    assertThat(overlaps.get()).isZero();
+    assertThat(slot.state().cursor()).isEqualTo((long) threads * picksPerThread);
+  }
+
+  @Test
+  void builtInPickersDeclareThemselvesThreadSafe() {
+    for (Policy policy : Policy.values()) {
+      assertThat(Pickers.create(policy, new PickerState(1, 0)).threadSafe()).as("%s", policy).isTrue();
+    }
   }
 
   /** The locked and lock-free forms of a policy differ only in how the pick counter advances. */
@@ -105,7 +170,7 @@ class PickersTest {
     Candidates c = CandidatesForTests.withCosts(3, 1, 1, 2, 1);
     for (Policy policy : Policy.values()) {
       Picker lockFree = Pickers.create(policy, new PickerState(77, 5));
-      Picker locked = Pickers.createLocked(policy, new PickerState(77, 5));
+      Picker locked = new LockedPicker(policy, new PickerState(77, 5));
       for (int i = 0; i < 200; i++) {
         assertThat(lockFree.pick(c)).as("%s pick %d", policy, i).isEqualTo(locked.pick(c));
       }

@@ -6,12 +6,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.admission.BookOutcome;
-import io.kvrouter.core.admission.ManualClock;
+import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.hashing.BlockHasher;
 import io.kvrouter.core.indexer.KvEvent;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.testkit.Selections;
 import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeEach;
@@ -27,7 +28,7 @@ class KvPickTest {
 
   @BeforeEach
   void setUp() {
-    state = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock, index, view -> {});
+    state = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock, index, view -> {}, 0);
     state.register(worker("w1"));
     state.register(worker("w2"));
     state.setPolicy("kv", Map.of("seed", "3"));
@@ -46,13 +47,13 @@ class KvPickTest {
   @Test
   void theOverlapCreditWinsTheCachedWorkerAndAZeroCreditOverrideLosesIt() {
     // w1: max((16 + 64)/16 − 4, 0) + 1 + 4 = 6; w2: 64/16 + 0 + 4 = 8
-    SelectionResult cached = state.selectWithoutAdmission(prompt(null, null));
+    SelectionResult cached = Selections.select(state, clock, prompt(null, null));
     assertThat(cached.rank().workerId()).isEqualTo("w1");
     assertThat(cached.cost()).isEqualTo(6.0);
     assertThat(cached.overlapBlocks()).isEqualTo(4);
     assertThat(cached.cachedTokens()).isEqualTo(64);
     // credit 0: w1 costs 80/16 + 1 + 4 = 10, w2 still 8
-    SelectionResult uncached = state.selectWithoutAdmission(prompt(0.0, null));
+    SelectionResult uncached = Selections.select(state, clock, prompt(0.0, null));
     assertThat(uncached.rank().workerId()).isEqualTo("w2");
     assertThat(uncached.cost()).isEqualTo(8.0);
   }
@@ -60,7 +61,7 @@ class KvPickTest {
   @Test
   void aPrefillLoadScaleOverrideChangesThePick() {
     // scale 0: only decode blocks and additional active blocks count: w1 = 1 + 4, w2 = 0 + 4
-    SelectionResult result = state.selectWithoutAdmission(prompt(null, 0.0));
+    SelectionResult result = Selections.select(state, clock, prompt(null, 0.0));
     assertThat(result.rank().workerId()).isEqualTo("w2");
     assertThat(result.cost()).isEqualTo(4.0);
   }
@@ -72,7 +73,7 @@ class KvPickTest {
     assertThat(state.book(same, 2, 0)).isInstanceOf(BookOutcome.Booked.class);
     // w2 now holds the 4 blocks active (additional 0), and the Book taught its approximate index the prefix
     // (w2 sends no events): prefill max((64 + 64)/16 − 4, 0) = 4, decode 4
-    SelectionResult onW2 = state.selectWithoutAdmission(prompt(null, null).withPinned("w2", null));
+    SelectionResult onW2 = Selections.select(state, clock, prompt(null, null).withPinned("w2", null));
     assertThat(onW2.overlapBlocks()).isEqualTo(4);
     assertThat(onW2.cost()).isEqualTo(4.0 + 4 + 0);
   }

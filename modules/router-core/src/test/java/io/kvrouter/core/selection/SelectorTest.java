@@ -8,13 +8,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
-import io.kvrouter.core.admission.ManualClock;
+import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.policy.PickerSlot;
 import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.Policy;
+import io.kvrouter.core.testkit.Selections;
+import io.kvrouter.core.testkit.Views;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -45,7 +47,7 @@ class SelectorTest {
   @Test
   void kvCostOfIdleRanksIsPrefillBlocksPlusRequestBlocks() {
     AdmissionState state = state("kv");
-    SelectionResult result = state.selectWithoutAdmission(SelectionRequest.of("m", "", 100));
+    SelectionResult result = Selections.select(state, clock, SelectionRequest.of("m", "", 100));
     // (0 + 100)/16 prefill blocks + 0 decode + ceil(100/16) = 7 additional active blocks
     assertThat(result.cost()).isEqualTo(100 / 16.0 + 7);
     assertThat(result.overlapBlocks()).isZero();
@@ -57,49 +59,53 @@ class SelectorTest {
   void overridesChangeTheCost() {
     AdmissionState state = state("kv");
     SelectionRequest scaled = new SelectionRequest("m", "", null, 160, 0, null, null, null, 0, null, null, 2.0);
-    assertThat(state.selectWithoutAdmission(scaled).cost()).isEqualTo(2.0 * 10 + 10);
+    assertThat(Selections.select(state, clock, scaled).cost()).isEqualTo(2.0 * 10 + 10);
   }
 
   @Test
   void errorsFollowDynamosOrder() {
     AdmissionState state = state("least_in_flight");
     SelectionRequest base = SelectionRequest.of("m", "", 64);
-    assertThat(rejection(() -> state.selectWithoutAdmission(base.withPinned("a", null).withAllowed(Set.of("b")))))
+    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("a", null).withAllowed(Set.of("b")))))
         .extracting(RoutingError::code, RoutingError::reason)
         .containsExactly(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_NOT_ALLOWED);
-    assertThat(rejection(() -> state.selectWithoutAdmission(base.withPinned("zz", null))).reason())
+    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("zz", null))).reason())
         .isEqualTo(RoutingError.UNKNOWN_WORKER);
-    assertThat(rejection(() -> state.selectWithoutAdmission(base.withPinned("b", 5))).reason())
+    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("b", 5))).reason())
         .isEqualTo(RoutingError.UNKNOWN_WORKER);
     // overload every rank through engine reports: decode blocks above 0.5 × 1000
     state.setPolicy(null, Map.of("active_decode_blocks_threshold", "0.5"));
     state.reportLoad("a", List.of(new RankReport(0, 600, 0, 0)));
-    assertThat(rejection(() -> state.selectWithoutAdmission(base.withPinned("a", null))))
+    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("a", null))))
         .extracting(RoutingError::code, RoutingError::reason)
         .containsExactly(RoutingError.Code.UNAVAILABLE, RoutingError.PINNED_WORKER_OVERLOADED);
-    assertThat(state.selectWithoutAdmission(base).rank().workerId()).isEqualTo("b");
+    assertThat(Selections.select(state, clock, base).rank().workerId()).isEqualTo("b");
     state.reportLoad("b", List.of(new RankReport(0, 600, 0, 0), new RankReport(1, 600, 0, 0)));
-    assertThat(rejection(() -> state.selectWithoutAdmission(base)).reason())
+    assertThat(rejection(() -> Selections.select(state, clock, base)).reason())
         .isEqualTo(RoutingError.ALL_WORKERS_OVERLOADED);
     // a heartbeat timeout makes the reporting workers unavailable: nothing eligible even ignoring overload
     clock.advance(Duration.ofSeconds(11));
-    assertThat(rejection(() -> state.selectWithoutAdmission(base)).reason()).isEqualTo(RoutingError.NO_ENDPOINTS);
+    assertThat(rejection(() -> Selections.select(state, clock, base)).reason()).isEqualTo(RoutingError.NO_ENDPOINTS);
     state.reportLoad("a", List.of(new RankReport(0, 0, 0, 0)));
-    assertThat(state.selectWithoutAdmission(base).rank().workerId()).isEqualTo("a");
+    assertThat(Selections.select(state, clock, base).rank().workerId()).isEqualTo("a");
   }
 
   @Test
   void allowedWorkersRestrictCandidates() {
     AdmissionState state = state("random");
     for (int i = 0; i < 50; i++) {
-      assertThat(state.selectWithoutAdmission(SelectionRequest.of("m", "", 8).withAllowed(Set.of("b")))
+      assertThat(Selections.select(state, clock, SelectionRequest.of("m", "", 8).withAllowed(Set.of("b")))
           .rank().workerId()).isEqualTo("b");
     }
   }
 
-  /** Two pickers restored from one state pick the same ranks from the same view, for every policy. */
+  /**
+   * Wiring only: two pickers restored from one state pick the same ranks from one view, for every policy (the
+   * selection reads nothing but the view, the request and the picker). Actor/inline parity is checked in
+   * router-cluster, through the real facade and the real actor.
+   */
   @Test
-  void restoredPickersAgreeOverGeneratedStates() {
+  void pickersRestoredFromOneStatePickAlikeFromOneView() {
     Random random = new Random(1);
     for (Policy policy : Policy.values()) {
       AdmissionState state = state(policy.wireName());
@@ -111,8 +117,8 @@ class SelectorTest {
           cell.apply(new RankLoad(current.seq() + 1, random.nextInt(4), random.nextInt(3000), random.nextInt(50)));
         }
         PickerState saved = view.picker().state();
-        SelectionView left = view.withPicker(new PickerSlot(policy, saved));
-        SelectionView right = view.withPicker(new PickerSlot(policy, saved));
+        SelectionView left = Views.withPicker(view, new PickerSlot(policy, saved));
+        SelectionView right = Views.withPicker(view, new PickerSlot(policy, saved));
         SelectionRequest request = new SelectionRequest("m", "", null, 1 + random.nextInt(4000), 0, null, null, null,
             0, random.nextBoolean() ? 0.7 : null, null, null);
         assertThat(Selector.select(left, request, new Candidates(), clock.millis()).rank())
@@ -126,7 +132,7 @@ class SelectorTest {
   @Test
   void unknownModelWhenTheViewIsEmpty() {
     AdmissionState empty = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
-    assertThatThrownBy(() -> empty.selectWithoutAdmission(SelectionRequest.of("m", "", 1)))
+    assertThatThrownBy(() -> Selections.select(empty, clock, SelectionRequest.of("m", "", 1)))
         .isInstanceOfSatisfying(RoutingException.class,
             e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_MODEL));
   }

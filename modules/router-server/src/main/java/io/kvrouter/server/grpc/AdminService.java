@@ -8,6 +8,7 @@ import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.PolicySet;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.selection.RequestLimits;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -34,7 +35,7 @@ public final class AdminService implements AdminPowerApi {
 
   public CompletionStage<PolicySet> setPolicy(SetPolicyRequest in, Duration remaining) {
     return Calls.guard(() -> {
-      ProtoMapping.requireModel(in.getModel());
+      RequestLimits.requireModel(in.getModel());
       return cluster.queue(in.getModel()).setPolicy(in.getPolicy(), in.getParametersMap(), remaining)
           .thenApplyAsync(r -> PolicySet.newBuilder().setPolicy(r.policy()).setViewVersion(r.viewVersion()).build(),
               SAME_THREAD);

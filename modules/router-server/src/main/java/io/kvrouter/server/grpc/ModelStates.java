@@ -3,6 +3,7 @@ package io.kvrouter.server.grpc;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.ModelKvIndex;
+import io.kvrouter.core.selection.RequestLimits;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 
@@ -11,7 +12,7 @@ public final class ModelStates {
   private ModelStates() {}
 
   public static CompletionStage<ModelState> read(RouterCluster cluster, String model, Duration remaining) {
-    ProtoMapping.requireModel(model);
+    RequestLimits.requireModel(model);
     return cluster.queue(model).state(remaining).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
       return ProtoMapping.toProto(snapshot).toBuilder()

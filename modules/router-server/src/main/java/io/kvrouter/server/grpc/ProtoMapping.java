@@ -100,12 +100,6 @@ public final class ProtoMapping {
     return BlockHasher.sequenceHashes(tokens, count, blockSize, seed);
   }
 
-  public static void requireModel(String model) {
-    if (model == null || model.isBlank()) {
-      throw RoutingError.invalid(RoutingError.EMPTY_MODEL, "model must not be empty").toException();
-    }
-  }
-
   public static Selection toProto(SelectionResult result) {
     return Selection.newBuilder()
         .setWorker(WorkerEndpoint.newBuilder()
@@ -143,7 +137,7 @@ public final class ProtoMapping {
 
   /** A worker registered without a region belongs to {@code defaultRegion} (the registering node's). */
   public static WorkerConfig toWorkerConfig(WorkerRegistration in, String defaultRegion) {
-    requireModel(in.getModel());
+    RequestLimits.requireModel(in.getModel());
     String region = in.getRegion().isEmpty() ? defaultRegion : in.getRegion();
     return new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(), in.getMaxNumBatchedTokens(),
         in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region, toRole(in.getRole()));

@@ -13,6 +13,7 @@ import io.kvrouter.cluster.SchedulerQueue;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.selection.RequestLimits;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -108,7 +109,7 @@ public final class RouterService implements RouterPowerApi {
   }
 
   private static String checked(BookingRef ref) {
-    ProtoMapping.requireModel(ref.getModel());
+    RequestLimits.requireModel(ref.getModel());
     if (ref.getRequestId().isEmpty()) {
       throw RoutingError.invalid(RoutingError.EMPTY_REQUEST_ID, "request_id must not be empty").toException();
     }

@@ -20,6 +20,7 @@ import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.selection.RequestLimits;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -63,7 +64,7 @@ public final class WorkersService implements WorkersPowerApi {
 
   public CompletionStage<Deregistered> deregister(WorkerKey in, Duration remaining) {
     return Calls.guard(() -> {
-      ProtoMapping.requireModel(in.getModel());
+      RequestLimits.requireModel(in.getModel());
       return cluster.queue(in.getModel()).deregister(in.getWorkerId(), remaining)
           .thenApplyAsync(dropped -> Deregistered.newBuilder().setApplied(true).setDroppedBookings(dropped)
               .build(), SAME_THREAD);
@@ -77,7 +78,7 @@ public final class WorkersService implements WorkersPowerApi {
 
   public CompletionStage<LoadAck> reportLoad(LoadReport in, Duration remaining) {
     return Calls.guard(() -> {
-      ProtoMapping.requireModel(in.getModel());
+      RequestLimits.requireModel(in.getModel());
       List<RankReport> ranks = new ArrayList<>(in.getRanksCount());
       for (RankLoadReport r : in.getRanksList()) {
         ranks.add(new RankReport(r.getDpRank(), r.getActiveDecodeBlocks(), r.getActivePrefillTokens(),
@@ -97,7 +98,7 @@ public final class WorkersService implements WorkersPowerApi {
   /** Applied on the calling thread; reads no deadline. */
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in) {
     return Calls.guard(() -> {
-      ProtoMapping.requireModel(in.getModel());
+      RequestLimits.requireModel(in.getModel());
       List<KvEventRecord> events = new ArrayList<>(in.getEventsCount());
       for (KvEvent event : in.getEventsList()) {
         events.add(toRecord(event));

@@ -17,6 +17,7 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.server.grpc.ModelStates;
+import io.kvrouter.core.selection.RequestLimits;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -60,8 +61,10 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private Route modelState(RouterCluster cluster, Optional<String> model) {
-    if (model.isEmpty() || model.get().isBlank()) {
-      return error(RoutingError.invalid(RoutingError.EMPTY_MODEL, "model must not be empty"));
+    try {
+      RequestLimits.requireModel(model.orElse(null));
+    } catch (RoutingException e) {
+      return error(e.error());
     }
     return onComplete(ModelStates.read(cluster, model.get(), READ_TIMEOUT), result -> {
       if (result.isSuccess()) {

@@ -1,5 +1,6 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.testkit;
 
+import io.kvrouter.core.admission.Clock;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 

@@ -1,0 +1,107 @@
+package io.kvrouter.core.admission;
+
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.selection.SelectionResult;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+
+/**
+ * A model's live bookings by request id, and the attempt ids that fence them. Every mutation of a booking is fenced
+ * by (request_id, attempt); attempts are unique per model across incarnations: each ledger issues attempts above the
+ * floor it was built with. Single-threaded (the admission actor's); it can be snapshotted and rebuilt.
+ */
+public final class BookingLedger {
+  private final LinkedHashMap<String, Booking> bookings = new LinkedHashMap<>();
+  private final AttemptIds attempts;
+
+  /** An empty ledger whose attempts lie above {@code attemptFloor} (0: none issued before). */
+  public BookingLedger(long attemptFloor) {
+    this.attempts = new AttemptIds(attemptFloor);
+  }
+
+  /** The ledger {@code snapshot} was taken of. */
+  public BookingLedger(LedgerSnapshot snapshot) {
+    this(snapshot.highestAttempt());
+    for (LedgerSnapshot.Entry e : snapshot.bookings()) {
+      Booking booking = new Booking(e.requestId(), e.attempt(), e.rank(), e.prefillTokens(), e.decodeBlocks(),
+          e.bookedAtMillis(), e.queuedMicros(), e.selection(), e.nonce(), e.leaseExpiresAtMillis(),
+          e.sequenceHashes());
+      booking.prefillDone = e.prefillDone();
+      bookings.put(booking.requestId, booking);
+    }
+  }
+
+  public LedgerSnapshot snapshot() {
+    List<LedgerSnapshot.Entry> entries = new ArrayList<>(bookings.size());
+    for (Booking b : bookings.values()) {
+      entries.add(new LedgerSnapshot.Entry(b.requestId, b.attempt, b.rank, b.prefillTokens, b.decodeBlocks,
+          b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, b.nonce, b.prefillDone,
+          b.leaseExpiresAtMillis));
+    }
+    return new LedgerSnapshot(entries, attempts.last());
+  }
+
+  /** The highest attempt this ledger (or the one it was rebuilt from) issued. */
+  public long highestAttempt() {
+    return attempts.last();
+  }
+
+  public int size() {
+    return bookings.size();
+  }
+
+  /** The live booking of a request id, whatever its attempt, or null. */
+  Booking live(String requestId) {
+    return bookings.get(requestId);
+  }
+
+  /** The live booking matching both request id and attempt, or null: a stale attempt never reaches a newer one. */
+  Booking fenced(String requestId, long attempt) {
+    Booking booking = bookings.get(requestId);
+    return booking != null && booking.attempt == attempt ? booking : null;
+  }
+
+  /** Records a new booking under a fresh attempt. */
+  Booking open(String requestId, Rank rank, long prefillTokens, long decodeBlocks, long nowMillis, long queuedMicros,
+      SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes) {
+    Booking booking = new Booking(requestId, attempts.next(nowMillis), rank, prefillTokens, decodeBlocks, nowMillis,
+        queuedMicros, selection, nonce, leaseExpiresAtMillis, sequenceHashes);
+    bookings.put(requestId, booking);
+    return booking;
+  }
+
+  void close(Booking booking) {
+    bookings.remove(booking.requestId);
+  }
+
+  /** Drops every booking on a worker's ranks; returns how many. */
+  int dropWorker(String workerId) {
+    int dropped = 0;
+    for (Iterator<Booking> it = bookings.values().iterator(); it.hasNext(); ) {
+      if (it.next().rank.workerId().equals(workerId)) {
+        it.remove();
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  /** Bookings whose lease has run out at {@code nowMillis}, oldest first (a copy: the caller closes them). */
+  List<Booking> expiredAt(long nowMillis) {
+    List<Booking> expired = new ArrayList<>();
+    for (Booking booking : bookings.values()) {
+      if (booking.leaseExpiresAtMillis <= nowMillis) {
+        expired.add(booking);
+      }
+    }
+    return expired;
+  }
+
+  Collection<Booking> all() {
+    return Collections.unmodifiableCollection(bookings.values());
+  }
+}

@@ -1,0 +1,39 @@
+package io.kvrouter.core.admission;
+
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.selection.SelectionResult;
+import java.util.List;
+
+/**
+ * An immutable copy of a booking ledger: its live bookings and the highest attempt it issued. A ledger rebuilt from
+ * it ({@link BookingLedger#BookingLedger(LedgerSnapshot)}) holds the same bookings and issues attempts above that
+ * floor, which is what a new incarnation of the admission actor needs from its predecessor.
+ */
+public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
+  public static final LedgerSnapshot EMPTY = new LedgerSnapshot(List.of(), 0);
+
+  public LedgerSnapshot {
+    bookings = List.copyOf(bookings);
+  }
+
+  /** One live booking. {@code sequenceHashes} must not be modified. */
+  public record Entry(
+      String requestId,
+      long attempt,
+      Rank rank,
+      long prefillTokens,
+      long decodeBlocks,
+      long bookedAtMillis,
+      long queuedMicros,
+      SelectionResult selection,
+      long[] sequenceHashes,
+      long nonce,
+      boolean prefillDone,
+      long leaseExpiresAtMillis) {
+
+    /** Prefill tokens the booking still holds on its rank: none once prefill is done. */
+    public long heldPrefillTokens() {
+      return prefillDone ? 0 : prefillTokens;
+    }
+  }
+}
