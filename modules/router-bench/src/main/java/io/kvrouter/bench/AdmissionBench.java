@@ -1,6 +1,6 @@
 package io.kvrouter.bench;
 
-import io.kvrouter.cluster.SchedulerQueue;
+import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -54,7 +54,7 @@ final class AdmissionBench {
     AbstractHistogram[] latency = Latency.histograms(256);
     CountingMailbox.forgetAll();
     try (BenchCluster cluster = BenchCluster.start("bench-admission", true)) {
-      SchedulerQueue queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
+      ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
       EntityRef<BenchCluster.Ping> echo = cluster.echo("echo-0");
       org.apache.pekko.actor.typed.ActorRef<BenchCluster.Ping> echoHere =
           BenchCluster.join(echo.ask(BenchCluster.Ping::new, BenchCluster.TIMEOUT)).from();
@@ -144,7 +144,7 @@ final class AdmissionBench {
     return List.of(write(out, s, rows, owners));
   }
 
-  private static void releaseAll(SchedulerQueue queue,
+  private static void releaseAll(ModelClient queue,
       java.util.Queue<io.kvrouter.core.admission.BookingAnswer> held) {
     List<java.util.concurrent.CompletableFuture<?>> releases = new ArrayList<>();
     for (io.kvrouter.core.admission.BookingAnswer answer; (answer = held.poll()) != null; ) {
@@ -158,7 +158,7 @@ final class AdmissionBench {
     Report report = new Report("Admission: Books per second per model vs a trivial sharded ask");
     report.paragraph(String.format(
         "One model, %d workers, least_in_flight, on a real one-node cluster. A Book caller books through "
-            + "`SchedulerQueue.book`, then releases that booking (`release`, chained with an explicit executor), "
+            + "`ModelClient.book`, then releases that booking (`release`, chained with an explicit executor), "
             + "then books again: one cycle = 2 asks to the admission actor. The trivial caller asks a bench-local "
             + "sharded entity that only replies. Callers are tasks on a fixed pool of %d threads, chained on "
             + "completion; %,d cycles / asks per configuration and round after %d warm-up rounds, %d measured rounds "

@@ -1,6 +1,6 @@
 package io.kvrouter.bench;
 
-import io.kvrouter.cluster.SchedulerQueue;
+import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -47,7 +47,7 @@ final class AdvisoryBench {
     ExecutorService pool = Fixtures.pool("caller", s.threads());
     AbstractHistogram[] latency = Latency.histograms(maxOf(s.callers()));
     try (BenchCluster cluster = BenchCluster.start("bench-advisory", false)) {
-      SchedulerQueue queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
+      ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
       SelectionRequest request = SelectionRequest.of(Fixtures.MODEL, "advisory", 512);
       Callers.SyncCall inline = caller -> queue.selectWithoutAdmission(request);
       Callers.AsyncCall actor = caller -> queue.selectWithoutAdmissionOnActor(request);

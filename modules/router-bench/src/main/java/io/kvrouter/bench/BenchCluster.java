@@ -4,7 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.AdmissionConfig;
 import io.kvrouter.cluster.RouterCluster;
-import io.kvrouter.cluster.SchedulerQueue;
+import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.admission.Clock;
 import java.time.Duration;
 import java.util.Map;
@@ -113,8 +113,8 @@ final class BenchCluster implements AutoCloseable {
   }
 
   /** A model with {@code workers} workers of {@link Fixtures#worker} under {@code policy}. */
-  SchedulerQueue model(String model, int workers, String policy) {
-    SchedulerQueue queue = routing.queue(model);
+  ModelClient model(String model, int workers, String policy) {
+    ModelClient queue = routing.client(model);
     for (int i = 0; i < workers; i++) {
       join(queue.register(Fixtures.worker(Fixtures.workerId(i)), null));
     }

@@ -6,7 +6,7 @@ import java.time.Duration;
 
 /** The {@code kvrouter.admission} config block. */
 public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, Duration deadlineMargin,
-    Duration expiryInterval, Duration kvTtl, int kvMaxEntries, Duration testOnlyBookDelay) {
+    Duration expiryInterval, Duration kvTtl, int kvMaxEntries) {
 
   public static final String DISPATCHER = "kvrouter.admission.dispatcher";
 
@@ -18,7 +18,6 @@ public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, D
         c.getDuration("deadline-margin"),
         c.getDuration("expiry-interval"),
         config.getDuration("kvrouter.kv-index.approximate-ttl"),
-        config.getInt("kvrouter.kv-index.approximate-max-entries"),
-        c.getDuration("test-only-book-delay"));
+        config.getInt("kvrouter.kv-index.approximate-max-entries"));
   }
 }

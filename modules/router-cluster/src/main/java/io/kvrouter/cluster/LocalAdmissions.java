@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorRef;
 
 /**
- * The admission actors hosted on this node, by model. A model's {@link SchedulerQueue} sends straight to its actor
+ * The admission actors hosted on this node, by model. A model's {@link ModelClient} sends straight to its actor
  * while the actor lives here, instead of through the shard region and the shard (two mailbox hops per command), and
  * falls back to the region otherwise: when the model's shard lives on another node, before its actor has started here,
  * and from the moment it stops (a rebalance hands the shard off). A command racing that stop is lost with the actor

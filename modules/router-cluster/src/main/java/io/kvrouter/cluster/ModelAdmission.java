@@ -15,7 +15,6 @@ import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
-import io.kvrouter.core.selection.SelectionResult;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -28,7 +27,6 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
-import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
@@ -66,12 +64,6 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record GetState(ActorRef<ModelSnapshot> replyTo) implements Command {}
 
-  /** The reference advisory path through the mailbox; used only by tests and benchmarks. */
-  public record SelectOnActor(SelectionRequest request, ActorRef<SelectReply> replyTo) implements Command {}
-
-  /** A Book held back by the test-only admission delay. */
-  public record DelayedBook(Book book) implements Command {}
-
   /** Sent by the actor's timer: expires leases and queued Books past their deadline. */
   public enum ExpireLeases implements Command {
     INSTANCE
@@ -87,34 +79,27 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record BookReply(BookingAnswer answer, RoutingError error) implements CborSerializable {}
 
-  public record SelectReply(SelectionResult result, RoutingError error) implements CborSerializable {}
-
   /** What the node gives each admission actor it hosts. */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
-      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, Duration testOnlyBookDelay,
-      LocalAdmissions locals) {}
+      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals) {}
 
   private final AdmissionState state;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
-  private final TimerScheduler<Command> timers;
-  private final Duration bookDelay;
   private final LocalAdmissions locals;
 
   public static Behavior<Command> create(String model, Environment env) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
       timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
-      return new ModelAdmission(ctx, model, env, timers);
+      return new ModelAdmission(ctx, model, env);
     }));
   }
 
-  private ModelAdmission(ActorContext<Command> context, String model, Environment env,
-      TimerScheduler<Command> timers) {
+  private ModelAdmission(ActorContext<Command> context, String model, Environment env) {
     super(context);
-    this.timers = timers;
-    this.bookDelay = env.testOnlyBookDelay();
     this.locals = env.locals();
+    // attempt floor 0: attempts are time-ordered; a replicated ledger will hand a new incarnation its floor
     this.state = new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
-        env.registry()::publish);
+        env.registry()::publish, 0);
     locals.started(model, context.getSelf());
     context.getLog().debug("admission for model '{}' started", model);
   }
@@ -126,14 +111,12 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(Deregister.class, this::onDeregister)
         .onMessage(ReportLoad.class, this::onReportLoad)
         .onMessage(SetPolicy.class, this::onSetPolicy)
-        .onMessage(Book.class, this::onBookArrived)
-        .onMessage(DelayedBook.class, m -> onBook(m.book()))
+        .onMessage(Book.class, this::onBook)
         .onMessage(CancelBook.class, this::onCancelBook)
         .onMessage(Release.class, m -> reply(m.replyTo(), state.release(m.requestId(), m.attempt())))
         .onMessage(MarkPrefillDone.class, m -> reply(m.replyTo(), state.markPrefillDone(m.requestId(), m.attempt())))
         .onMessage(Renew.class, m -> reply(m.replyTo(), state.renew(m.requestId(), m.attempt())))
         .onMessage(GetState.class, m -> reply(m.replyTo(), state.snapshot()))
-        .onMessage(SelectOnActor.class, this::onSelectOnActor)
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
         .onSignal(PostStop.class, signal -> {
           locals.stopped(state.model(), getContext().getSelf());
@@ -182,15 +165,6 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     }
   }
 
-  private Behavior<Command> onBookArrived(Book m) {
-    if (bookDelay.isZero()) {
-      return onBook(m);
-    }
-    // test-only: lets interoperability tests see a Book outlive its caller's deadline
-    timers.startSingleTimer(m.nonce(), new DelayedBook(m), bookDelay);
-    return this;
-  }
-
   private Behavior<Command> onBook(Book m) {
     BookOutcome outcome = state.book(m.request(), m.nonce(), m.deadlineMillis());
     if (outcome instanceof BookOutcome.Queued) {
@@ -202,20 +176,11 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   }
 
   private Behavior<Command> onCancelBook(CancelBook m) {
-    timers.cancel(m.nonce()); // a Book still held by the test-only delay
     if (state.cancelBook(m.requestId(), m.nonce())) {
       queued.remove(m.nonce());
     }
     answerCompletions();
     return this;
-  }
-
-  private Behavior<Command> onSelectOnActor(SelectOnActor m) {
-    try {
-      return reply(m.replyTo(), new SelectReply(state.selectWithoutAdmission(m.request()), null));
-    } catch (RoutingException e) {
-      return reply(m.replyTo(), new SelectReply(null, e.error()));
-    }
   }
 
   private Behavior<Command> onExpire() {

@@ -1,11 +1,13 @@
 package io.kvrouter.cluster;
 
 import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.indexer.ApproximateKvIndex;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import java.util.function.Function;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
@@ -16,9 +18,15 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 
 /**
  * A node's routing layer: the admission entity type on Cluster Sharding (passivation off, its own dispatcher), the
- * node-local view registry and one {@link SchedulerQueue} per model.
+ * node-local view registry and one {@link ModelClient} per model.
  */
 public final class RouterCluster {
+  /** Wraps each admission actor's behaviour; production runs it as it is (tests add probes through this seam). */
+  public interface AdmissionDecorator extends Function<Behavior<ModelAdmission.Command>,
+      Behavior<ModelAdmission.Command>> {
+    AdmissionDecorator NONE = admission -> admission;
+  }
+
   private final ClusterSharding sharding;
   private final ViewRegistry registry;
   private final LocalAdmissions locals;
@@ -28,7 +36,7 @@ public final class RouterCluster {
   private final Function<String, ModelKvIndex> kvIndex;
   private final KvEventFanout kvEvents;
   private final String region;
-  private final ConcurrentHashMap<String, SchedulerQueue> queues = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, ModelClient> clients = new ConcurrentHashMap<>();
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
       Clock clock, AdmissionConfig config, Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents,
@@ -59,18 +67,24 @@ public final class RouterCluster {
   }
 
   public static RouterCluster init(ActorSystem<?> system, Clock clock) {
+    return init(system, clock, AdmissionDecorator.NONE);
+  }
+
+  /** As {@link #init(ActorSystem, Clock)}, every admission actor wrapped by {@code decorator}. */
+  public static RouterCluster init(ActorSystem<?> system, Clock clock, AdmissionDecorator decorator) {
     AdmissionConfig config = AdmissionConfig.fromConfig(system.settings().config());
     ViewRegistry registry = ViewRegistry.get(system);
     ConcurrentHashMap<String, ModelKvIndex> kvIndexes = new ConcurrentHashMap<>();
     Function<String, ModelKvIndex> kvIndex = model -> kvIndexes.computeIfAbsent(model,
-        m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(), 0.8, clock::millis));
+        m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(),
+            ApproximateKvIndex.DEFAULT_PRUNE_TARGET_RATIO, clock::millis));
     LocalAdmissions locals = new LocalAdmissions();
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, config.testOnlyBookDelay(), locals);
+        config.expiryInterval(), kvIndex::apply, locals);
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle.
     ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
-    sharding.init(Entity.of(ModelAdmission.ENTITY_KEY, ctx -> ModelAdmission.create(ctx.getEntityId(), env))
+    sharding.init(Entity.of(ModelAdmission.ENTITY_KEY, ctx -> decorator.apply(ModelAdmission.create(ctx.getEntityId(), env)))
         .withSettings(settings)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
     RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndex,
@@ -100,8 +114,9 @@ public final class RouterCluster {
     volatile RouterCluster node;
   }
 
-  public SchedulerQueue queue(String model) {
-    return queues.computeIfAbsent(model, m -> new SchedulerQueue(m,
+  /** The facade of a model (created on first use, one per model and node). */
+  public ModelClient client(String model) {
+    return clients.computeIfAbsent(model, m -> new ModelClient(m,
         sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), locals.slot(m), scheduler, registry.slot(m), clock,
         config));
   }

@@ -17,6 +17,7 @@ import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.core.testkit.LedgerInvariants;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -49,44 +50,55 @@ class AdmissionEntityTest {
     cluster.close();
   }
 
-  private static BookingAnswer book(SchedulerQueue queue, String requestId) {
-    return join(queue.book(SelectionRequest.of(queue.model(), requestId, 64), null));
+  private static BookingAnswer book(ModelClient client, String requestId) {
+    return join(client.book(SelectionRequest.of(client.model(), requestId, 64), null));
   }
 
-  /** From the same view and picker state, the inline pick equals the actor's, for every policy. */
+  /**
+   * The inline pick (the facade's Select on this thread) and the actor's pick (through its mailbox) agree for the
+   * same request, view version and picker state: each round moves the state through the actor, then both paths
+   * pick from one saved picker state and must return the same worker and rank, cost and view version. Every
+   * policy, plus kv with a softmax temperature, 120 requests in sequence each.
+   */
   @Test
-  void inlineAndActorPathsPickTheSameWorker() {
-    Random random = new Random(3);
+  void theInlinePickEqualsTheActorsPickForTheSameViewAndPickerState() {
+    Map<String, Map<String, String>> policies = new java.util.LinkedHashMap<>();
     for (Policy policy : Policy.values()) {
-      SchedulerQueue queue = cluster.modelWithWorkers("parity-" + policy.wireName(), policy.wireName(),
-          "w1", "w2", "w3", "w4");
-      join(queue.register(new io.kvrouter.core.model.WorkerConfig("w5", 0, 2, 8192, 1000, 16, "", "", null), null));
+      policies.put(policy.wireName(), Map.of("seed", "11"));
+    }
+    policies.put("kv-softmax", Map.of("seed", "11", "temperature", "0.7"));
+    Random random = new Random(3);
+    policies.forEach((name, parameters) -> {
+      ModelClient client = cluster.modelWithWorkers("parity-" + name, "round_robin", "w1", "w2", "w3", "w4");
+      join(client.register(new io.kvrouter.core.model.WorkerConfig("w5", 0, 2, 8192, 1000, 16, "", "", null), null));
+      join(client.setPolicy(name.startsWith("kv") ? "kv" : name, parameters, null));
       List<BookingAnswer> live = new ArrayList<>();
       for (int round = 0; round < 120; round++) {
         // move the state: a random Book or Release through the actor, sometimes an engine report
         if (live.isEmpty() || random.nextInt(3) > 0) {
-          live.add(join(queue.book(new SelectionRequest(queue.model(), "r" + round, null,
+          live.add(join(client.book(new SelectionRequest(client.model(), "r" + round, null,
               1 + random.nextInt(3000), 0, null, null, null, 0, null, null, null), null)));
         } else {
           BookingAnswer done = live.remove(random.nextInt(live.size()));
-          join(queue.release(done.requestId(), done.attempt(), null));
+          join(client.release(done.requestId(), done.attempt(), null));
         }
         if (random.nextInt(5) == 0) {
-          join(queue.reportLoad("w" + (1 + random.nextInt(4)),
+          join(client.reportLoad("w" + (1 + random.nextInt(4)),
               List.of(new RankReport(0, random.nextInt(100), random.nextInt(500), 0)), null));
         }
-        SelectionRequest request = new SelectionRequest(queue.model(), "", null, 1 + random.nextInt(4000), 0,
+        SelectionRequest request = new SelectionRequest(client.model(), "", null, 1 + random.nextInt(4000), 0,
             null, null, null, 0, random.nextBoolean() ? 0.8 : null, null, null);
-        SelectionView view = queue.view();
+        SelectionView view = client.view();
         PickerState saved = view.picker().state();
-        SelectionResult inline = queue.selectWithoutAdmission(request);
+        SelectionResult inline = client.selectWithoutAdmission(request);
         view.picker().restore(saved);
-        SelectionResult onActor = join(queue.selectWithoutAdmissionOnActor(request));
-        assertThat(inline.rank()).as("%s round %d", policy, round).isEqualTo(onActor.rank());
-        assertThat(inline.cost()).isEqualTo(onActor.cost());
-        assertThat(inline.viewVersion()).isEqualTo(onActor.viewVersion());
+        SelectionResult onActor = cluster.selectOnActor(request);
+        assertThat(onActor.rank()).as("%s round %d", name, round).isEqualTo(inline.rank());
+        assertThat(onActor.cost()).isEqualTo(inline.cost());
+        assertThat(onActor.viewVersion()).isEqualTo(inline.viewVersion()).isEqualTo(view.version());
+        assertThat(view.picker().state().cursor()).as("each path took one pick").isEqualTo(saved.cursor() + 1);
       }
-    }
+    });
   }
 
   /**
@@ -95,14 +107,14 @@ class AdmissionEntityTest {
    */
   @Test
   void concurrentSelectionsNextToBookingsKeepTheInvariants() throws Exception {
-    SchedulerQueue queue = cluster.modelWithWorkers("concurrent", "least_in_flight", "a", "b", "c", "d");
+    ModelClient client = cluster.modelWithWorkers("concurrent", "least_in_flight", "a", "b", "c", "d");
     ExecutorService pool = Executors.newFixedThreadPool(8);
     AtomicInteger selections = new AtomicInteger();
     List<CompletableFuture<Void>> selectors = new ArrayList<>();
     for (int caller = 0; caller < 256; caller++) {
       selectors.add(CompletableFuture.runAsync(() -> {
         for (int i = 0; i < 40; i++) {
-          SelectionResult result = queue.selectWithoutAdmission(SelectionRequest.of("concurrent", "", 128));
+          SelectionResult result = client.selectWithoutAdmission(SelectionRequest.of("concurrent", "", 128));
           assertThat(result.rank().workerId()).isIn("a", "b", "c", "d");
           selections.incrementAndGet();
         }
@@ -111,50 +123,45 @@ class AdmissionEntityTest {
     for (int phase = 0; phase < 8; phase++) {
       List<CompletableFuture<BookingAnswer>> books = new ArrayList<>();
       for (int i = 0; i < 24; i++) {
-        books.add(queue.book(SelectionRequest.of("concurrent", "p" + phase + "-" + i, 128), null));
+        books.add(client.book(SelectionRequest.of("concurrent", "p" + phase + "-" + i, 128), null));
       }
       List<BookingAnswer> booked = new ArrayList<>();
       for (CompletableFuture<BookingAnswer> f : books) {
         booked.add(f.get(5, TimeUnit.SECONDS));
       }
-      assertQuiescentInvariant(queue, 24);
+      assertQuiescentInvariant(client, 24);
       List<CompletableFuture<?>> releases = new ArrayList<>();
       for (BookingAnswer b : booked) {
-        releases.add(queue.release(b.requestId(), b.attempt(), null).toCompletableFuture());
+        releases.add(client.release(b.requestId(), b.attempt(), null).toCompletableFuture());
       }
       CompletableFuture.allOf(releases.toArray(CompletableFuture[]::new)).get(5, TimeUnit.SECONDS);
-      assertQuiescentInvariant(queue, 0);
+      assertQuiescentInvariant(client, 0);
     }
     CompletableFuture.allOf(selectors.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
     pool.shutdown();
     assertThat(selections.get()).isEqualTo(256 * 40);
-    ModelSnapshot end = cluster.state(queue);
+    ModelSnapshot end = cluster.state(client);
     assertThat(end.bookings()).isEmpty();
     assertThat(end.pending()).isZero();
     for (ModelSnapshot.WorkerSnapshot w : end.workers()) {
       RankLoad load = w.ranks().get(0).load();
       assertThat(List.of(load.inFlight(), load.prefillTokens(), load.decodeBlocks())).containsOnly(0L, 0);
     }
-    SelectionView view = queue.view();
+    SelectionView view = client.view();
     for (int i = 0; i < view.rankCount(); i++) {
       assertThat(view.cell(i).booked().inFlight()).isZero();
     }
   }
 
-  private static void assertQuiescentInvariant(SchedulerQueue queue, int expectedBookings) {
-    ModelSnapshot state = cluster.state(queue);
+  private static void assertQuiescentInvariant(ModelClient client, int expectedBookings) {
+    ModelSnapshot state = cluster.state(client);
     assertThat(state.bookings()).hasSize(expectedBookings);
-    for (ModelSnapshot.WorkerSnapshot w : state.workers()) {
-      for (ModelSnapshot.RankSnapshot r : w.ranks()) {
-        assertThat(r.load().inFlight()).as("rank %s#%d", w.config().workerId(), r.dpRank())
-            .isEqualTo(r.liveBookings());
-      }
-    }
+    assertThat(LedgerInvariants.firstMismatch(state)).isNull();
   }
 
   @Test
   void leastInFlightBooksSplitEvenlyAndLeaveNothingBehind() throws Exception {
-    SchedulerQueue queue = cluster.modelWithWorkers("split", "least_in_flight", "a", "b", "c", "d");
+    ModelClient client = cluster.modelWithWorkers("split", "least_in_flight", "a", "b", "c", "d");
     ExecutorService threads = Executors.newFixedThreadPool(4);
     Map<String, AtomicInteger> perWorker = new ConcurrentHashMap<>();
     List<BookingAnswer> booked = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -163,7 +170,7 @@ class AdmissionEntityTest {
       int thread = t;
       callers.add(CompletableFuture.runAsync(() -> {
         for (int i = 0; i < 16; i++) {
-          BookingAnswer answer = join(queue.book(SelectionRequest.of("split", "t" + thread + "-" + i, 32), null));
+          BookingAnswer answer = join(client.book(SelectionRequest.of("split", "t" + thread + "-" + i, 32), null));
           perWorker.computeIfAbsent(answer.selection().rank().workerId(), k -> new AtomicInteger()).incrementAndGet();
           booked.add(answer);
         }
@@ -175,65 +182,65 @@ class AdmissionEntityTest {
     perWorker.forEach((k, v) -> counts.put(k, v.get()));
     assertThat(counts).containsExactlyInAnyOrderEntriesOf(Map.of("a", 16, "b", 16, "c", 16, "d", 16));
     for (BookingAnswer b : booked) {
-      assertThat(join(queue.release(b.requestId(), b.attempt(), null)).applied()).isTrue();
+      assertThat(join(client.release(b.requestId(), b.attempt(), null)).applied()).isTrue();
     }
-    ModelSnapshot state = cluster.state(queue);
+    ModelSnapshot state = cluster.state(client);
     assertThat(state.pending()).isZero();
     assertThat(state.bookings()).isEmpty();
   }
 
   @Test
   void aLeaseExpiresABookingNeverReleased() {
-    SchedulerQueue queue = cluster.modelWithWorkers("lease", "round_robin", "a");
-    BookingAnswer booked = book(queue, "forgotten");
-    assertThat(cluster.state(queue).bookings()).hasSize(1);
+    ModelClient client = cluster.modelWithWorkers("lease", "round_robin", "a");
+    BookingAnswer booked = book(client, "forgotten");
+    assertThat(cluster.state(client).bookings()).hasSize(1);
     clock.advance(Duration.ofSeconds(301));
     // the actor's expiry timer (100 ms in tests) sees the advanced clock; nothing sleeps for the lease itself
-    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(queue).bookings().isEmpty());
-    assertThat(cluster.state(queue).expiredBookings()).isEqualTo(1);
-    assertThat(join(queue.release("forgotten", booked.attempt(), null)).applied()).isFalse();
+    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).bookings().isEmpty());
+    assertThat(cluster.state(client).expiredBookings()).isEqualTo(1);
+    assertThat(join(client.release("forgotten", booked.attempt(), null)).applied()).isFalse();
   }
 
   @Test
   void aBookWhoseDeadlinePassesInTheQueueLeavesNothingBehind() {
-    SchedulerQueue queue = cluster.modelWithWorkers("deadline", "round_robin", "a");
-    join(queue.setPolicy(null, Map.of("queue_threshold_frac", "0"), null));
-    BookingAnswer holder = book(queue, "holder");
+    ModelClient client = cluster.modelWithWorkers("deadline", "round_robin", "a");
+    join(client.setPolicy(null, Map.of("queue_threshold_frac", "0"), null));
+    BookingAnswer holder = book(client, "holder");
     CompletableFuture<BookingAnswer> waiting =
-        queue.book(SelectionRequest.of("deadline", "late", 64), Duration.ofMillis(300));
+        client.book(SelectionRequest.of("deadline", "late", 64), Duration.ofMillis(300));
     assertThatThrownBy(() -> waiting.get(5, TimeUnit.SECONDS)).cause()
         .isInstanceOfSatisfying(RoutingException.class,
             e -> assertThat(e.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED));
     await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-      ModelSnapshot state = cluster.state(queue);
+      ModelSnapshot state = cluster.state(client);
       assertThat(state.pending()).isZero();
       assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("holder");
     });
-    assertThat(join(queue.release("holder", holder.attempt(), null)).applied()).isTrue();
+    assertThat(join(client.release("holder", holder.attempt(), null)).applied()).isTrue();
   }
 
   @Test
   void aCancelledBookIsUndone() {
-    SchedulerQueue queue = cluster.modelWithWorkers("cancelled", "round_robin", "a");
-    join(queue.setPolicy(null, Map.of("queue_threshold_frac", "0"), null));
-    BookingAnswer holder = book(queue, "holder");
-    CompletableFuture<BookingAnswer> waiting = queue.book(SelectionRequest.of("cancelled", "gave-up", 64), null);
-    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(queue).pending() == 1);
+    ModelClient client = cluster.modelWithWorkers("cancelled", "round_robin", "a");
+    join(client.setPolicy(null, Map.of("queue_threshold_frac", "0"), null));
+    BookingAnswer holder = book(client, "holder");
+    CompletableFuture<BookingAnswer> waiting = client.book(SelectionRequest.of("cancelled", "gave-up", 64), null);
+    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).pending() == 1);
     waiting.cancel(true);
-    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(queue).pending() == 0);
-    assertThat(join(queue.release("holder", holder.attempt(), null)).applied()).isTrue();
-    assertThat(cluster.state(queue).bookings()).isEmpty();
+    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).pending() == 0);
+    assertThat(join(client.release("holder", holder.attempt(), null)).applied()).isTrue();
+    assertThat(cluster.state(client).bookings()).isEmpty();
   }
 
   @Test
   void unknownModelsAreRejectedWithoutStartingAnActor() {
-    SchedulerQueue queue = cluster.queue("nobody");
-    assertThatThrownBy(() -> queue.selectWithoutAdmission(SelectionRequest.of("nobody", "", 5)))
+    ModelClient client = cluster.client("nobody");
+    assertThatThrownBy(() -> client.selectWithoutAdmission(SelectionRequest.of("nobody", "", 5)))
         .isInstanceOfSatisfying(RoutingException.class,
             e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_MODEL));
-    assertThatThrownBy(() -> queue.book(SelectionRequest.of("nobody", "r", 5), null).join())
+    assertThatThrownBy(() -> client.book(SelectionRequest.of("nobody", "r", 5), null).join())
         .isInstanceOf(CompletionException.class).cause().isInstanceOf(RoutingException.class);
-    assertThat(join(queue.release("r", 1, null)).applied()).isFalse();
+    assertThat(join(client.release("r", 1, null)).applied()).isFalse();
     assertThat(cluster.routing.models()).doesNotContain("nobody");
   }
 }

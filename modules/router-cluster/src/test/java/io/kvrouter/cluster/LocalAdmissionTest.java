@@ -22,25 +22,25 @@ class LocalAdmissionTest {
   @Test
   void commandsGoStraightToALocalActorAndBackThroughTheRegionAfterItStops() {
     try (TestCluster cluster = TestCluster.start(Clock.SYSTEM)) {
-      SchedulerQueue queue = cluster.modelWithWorkers("local", "round_robin", "a", "b");
-      ActorRef<ModelAdmission.Command> first = queue.localAdmission();
+      ModelClient client = cluster.modelWithWorkers("local", "round_robin", "a", "b");
+      ActorRef<ModelAdmission.Command> first = client.localAdmission();
       assertThat(first).as("the actor registered itself when it started").isNotNull();
       assertThat(first.path().toString()).contains("/sharding/ModelAdmission/").endsWith("/local");
 
-      BookingAnswer booked = join(queue.book(SelectionRequest.of("local", "r1", 64), null));
-      assertThat(join(queue.release("r1", booked.attempt(), null)).applied()).isTrue();
-      assertThat(join(queue.release("r1", booked.attempt(), null)).applied()).isFalse();
+      BookingAnswer booked = join(client.book(SelectionRequest.of("local", "r1", 64), null));
+      assertThat(join(client.release("r1", booked.attempt(), null)).applied()).isTrue();
+      assertThat(join(client.release("r1", booked.attempt(), null)).applied()).isFalse();
 
       Adapter.toClassic(first).tell(PoisonPill.getInstance(), org.apache.pekko.actor.ActorRef.noSender());
-      await().atMost(Duration.ofSeconds(10)).until(() -> queue.localAdmission() == null);
+      await().atMost(Duration.ofSeconds(10)).until(() -> client.localAdmission() == null);
 
       // through the region: the shard starts a new incarnation (state is not recovered: register again)
-      join(queue.register(TestCluster.worker("c"), null));
-      ActorRef<ModelAdmission.Command> second = queue.localAdmission();
+      join(client.register(TestCluster.worker("c"), null));
+      ActorRef<ModelAdmission.Command> second = client.localAdmission();
       assertThat(second).isNotNull().isNotEqualTo(first);
-      BookingAnswer again = join(queue.book(SelectionRequest.of("local", "r2", 64), null));
+      BookingAnswer again = join(client.book(SelectionRequest.of("local", "r2", 64), null));
       assertThat(again.selection().rank().workerId()).isEqualTo("c");
-      ModelSnapshot state = cluster.state(queue);
+      ModelSnapshot state = cluster.state(client);
       assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("r2");
     }
   }

@@ -17,17 +17,17 @@ class PassivationOffTest {
   @Test
   void anEntityThatOnlySeesSelectsKeepsItsBookings() throws Exception {
     try (TestCluster cluster = TestCluster.start(Clock.SYSTEM)) {
-      SchedulerQueue queue = cluster.modelWithWorkers("quiet", "round_robin", "a", "b");
-      BookingAnswer booked = join(queue.book(SelectionRequest.of("quiet", "kept", 64), null));
+      ModelClient client = cluster.modelWithWorkers("quiet", "round_robin", "a", "b");
+      BookingAnswer booked = join(client.book(SelectionRequest.of("quiet", "kept", 64), null));
       long end = System.nanoTime() + 3_000_000_000L;
       int selects = 0;
       while (System.nanoTime() < end) {
-        queue.selectWithoutAdmission(SelectionRequest.of("quiet", "", 64));
+        client.selectWithoutAdmission(SelectionRequest.of("quiet", "", 64));
         selects++;
         Thread.sleep(20);
       }
       assertThat(selects).isPositive();
-      ModelSnapshot state = cluster.state(queue);
+      ModelSnapshot state = cluster.state(client);
       assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("kept");
       assertThat(state.bookings().get(0).attempt()).isEqualTo(booked.attempt());
     }

@@ -7,6 +7,9 @@ import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.cluster.testkit.AdmissionProbes;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionResult;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -31,33 +34,43 @@ final class TestCluster implements AutoCloseable {
   }
 
   static TestCluster start(Clock clock, String config) {
+    return start(clock, config, AdmissionProbes.selectOnActor(clock));
+  }
+
+  /** Admission actors run under {@code decorator}: tests can select on the actor (and hold Books) through it. */
+  static TestCluster start(Clock clock, String config, RouterCluster.AdmissionDecorator decorator) {
     ActorTestKit kit = ActorTestKit.create("kvrouter-test",
         ConfigFactory.parseString(config).withFallback(ConfigFactory.load()));
     Cluster cluster = Cluster.get(kit.system());
     cluster.manager().tell(Join.create(cluster.selfMember().address()));
     await().atMost(Duration.ofSeconds(15)).until(() -> cluster.selfMember().status() == MemberStatus.up());
-    return new TestCluster(kit, RouterCluster.init(kit.system(), clock));
+    return new TestCluster(kit, RouterCluster.init(kit.system(), clock, decorator));
   }
 
-  SchedulerQueue queue(String model) {
-    return routing.queue(model);
+  ModelClient client(String model) {
+    return routing.client(model);
+  }
+
+  /** The admission actor's advisory pick, through its mailbox. */
+  SelectionResult selectOnActor(SelectionRequest request) {
+    return join(AdmissionProbes.selectOnActor(kit.system(), request, TIMEOUT));
   }
 
   static WorkerConfig worker(String id) {
     return new WorkerConfig(id, 0, 1, 8192, 1000, 16, "http://" + id, "local", WorkerRole.AGGREGATED);
   }
 
-  SchedulerQueue modelWithWorkers(String model, String policy, String... workers) {
-    SchedulerQueue queue = queue(model);
+  ModelClient modelWithWorkers(String model, String policy, String... workers) {
+    ModelClient client = client(model);
     for (String id : workers) {
-      join(queue.register(worker(id), null));
+      join(client.register(worker(id), null));
     }
-    join(queue.setPolicy(policy, Map.of("seed", "11"), null));
-    return queue;
+    join(client.setPolicy(policy, Map.of("seed", "11"), null));
+    return client;
   }
 
-  ModelSnapshot state(SchedulerQueue queue) {
-    return join(queue.state(null));
+  ModelSnapshot state(ModelClient client) {
+    return join(client.state(null));
   }
 
   static <T> T join(java.util.concurrent.CompletionStage<T> stage) {

@@ -30,7 +30,7 @@ public final class Selector {
     LoadProjection.projectWorkerLoads(view, request, scratch, clock);
     computeCosts(view, request, scratch);
     int chosen = view.picker().pick(scratch);
-    return AdvisoryAnswer.build(view, request, scratch, chosen);
+    return SelectionAnswers.build(view, request, scratch, chosen);
   }
 
   /**

@@ -36,7 +36,7 @@ public final class AdminService implements AdminPowerApi {
   public CompletionStage<PolicySet> setPolicy(SetPolicyRequest in, Duration remaining) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel());
-      return cluster.queue(in.getModel()).setPolicy(in.getPolicy(), in.getParametersMap(), remaining)
+      return cluster.client(in.getModel()).setPolicy(in.getPolicy(), in.getParametersMap(), remaining)
           .thenApplyAsync(r -> PolicySet.newBuilder().setPolicy(r.policy()).setViewVersion(r.viewVersion()).build(),
               SAME_THREAD);
     });

@@ -13,7 +13,7 @@ public final class ModelStates {
 
   public static CompletionStage<ModelState> read(RouterCluster cluster, String model, Duration remaining) {
     RequestLimits.requireModel(model);
-    return cluster.queue(model).state(remaining).thenApplyAsync(snapshot -> {
+    return cluster.client(model).state(remaining).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())

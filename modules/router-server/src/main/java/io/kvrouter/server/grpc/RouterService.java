@@ -9,7 +9,7 @@ import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.RouterPowerApi;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.cluster.RouterCluster;
-import io.kvrouter.cluster.SchedulerQueue;
+import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.admission.BookingAnswer;
@@ -47,7 +47,7 @@ public final class RouterService implements RouterPowerApi {
   /** Advisory: answered on the calling thread; never reads a deadline. */
   public CompletionStage<Selection> select(RouteRequest in) {
     return Calls.guard(() -> {
-      SchedulerQueue queue = cluster.queue(in.getModel());
+      ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, false, queue.view());
       return CompletableFuture.completedFuture(ProtoMapping.toProto(queue.selectWithoutAdmission(request)));
     });
@@ -64,7 +64,7 @@ public final class RouterService implements RouterPowerApi {
    */
   public CompletionStage<Booking> book(RouteRequest in, Duration remaining) {
     return Calls.guard(() -> {
-      SchedulerQueue queue = cluster.queue(in.getModel());
+      ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
       CompletableFuture<BookingAnswer> booking = queue.book(request, remaining);
       CompletableFuture<Booking> answer = booking.thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
@@ -83,7 +83,7 @@ public final class RouterService implements RouterPowerApi {
   }
 
   public CompletionStage<Released> release(BookingRef in, Duration remaining) {
-    return Calls.guard(() -> cluster.queue(checked(in)).release(in.getRequestId(), in.getAttempt(), remaining)
+    return Calls.guard(() -> cluster.client(checked(in)).release(in.getRequestId(), in.getAttempt(), remaining)
         .thenApplyAsync(r -> Released.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
   }
 
@@ -93,7 +93,7 @@ public final class RouterService implements RouterPowerApi {
   }
 
   public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Duration remaining) {
-    return Calls.guard(() -> cluster.queue(checked(in)).markPrefillDone(in.getRequestId(), in.getAttempt(), remaining)
+    return Calls.guard(() -> cluster.client(checked(in)).markPrefillDone(in.getRequestId(), in.getAttempt(), remaining)
         .thenApplyAsync(r -> PrefillMarked.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
   }
 
@@ -103,7 +103,7 @@ public final class RouterService implements RouterPowerApi {
   }
 
   public CompletionStage<Renewed> renew(BookingRef in, Duration remaining) {
-    return Calls.guard(() -> cluster.queue(checked(in)).renew(in.getRequestId(), in.getAttempt(), remaining)
+    return Calls.guard(() -> cluster.client(checked(in)).renew(in.getRequestId(), in.getAttempt(), remaining)
         .thenApplyAsync(r -> Renewed.newBuilder().setApplied(r.applied())
             .setLeaseExpiresUnixMs(r.leaseExpiresAtMillis()).build(), SAME_THREAD));
   }

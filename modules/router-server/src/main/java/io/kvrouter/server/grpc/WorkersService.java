@@ -51,7 +51,7 @@ public final class WorkersService implements WorkersPowerApi {
     return Calls.guard(() -> {
       WorkerConfig config = ProtoMapping.toWorkerConfig(in, cluster.region());
       config.validate();
-      return cluster.queue(in.getModel()).register(config, remaining)
+      return cluster.client(in.getModel()).register(config, remaining)
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
               .build(), SAME_THREAD);
     });
@@ -65,7 +65,7 @@ public final class WorkersService implements WorkersPowerApi {
   public CompletionStage<Deregistered> deregister(WorkerKey in, Duration remaining) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel());
-      return cluster.queue(in.getModel()).deregister(in.getWorkerId(), remaining)
+      return cluster.client(in.getModel()).deregister(in.getWorkerId(), remaining)
           .thenApplyAsync(dropped -> Deregistered.newBuilder().setApplied(true).setDroppedBookings(dropped)
               .build(), SAME_THREAD);
     });
@@ -84,7 +84,7 @@ public final class WorkersService implements WorkersPowerApi {
         ranks.add(new RankReport(r.getDpRank(), r.getActiveDecodeBlocks(), r.getActivePrefillTokens(),
             r.getWaitingRequests()));
       }
-      return cluster.queue(in.getModel()).reportLoad(in.getWorkerId(), ranks, remaining)
+      return cluster.client(in.getModel()).reportLoad(in.getWorkerId(), ranks, remaining)
           .thenApplyAsync(done -> LoadAck.newBuilder().setApplied(true).build(), SAME_THREAD);
     });
   }

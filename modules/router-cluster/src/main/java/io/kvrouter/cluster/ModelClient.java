@@ -36,7 +36,7 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
  * never enters the mailbox; everything that changes state goes to the model's admission actor, with ask timeouts
  * taken from the caller's remaining deadline.
  */
-public final class SchedulerQueue {
+public final class ModelClient {
   /** Continuations are one cheap mapping each: run them on the thread that completes the ask. */
   private static final Executor SAME_THREAD = Runnable::run;
 
@@ -51,7 +51,7 @@ public final class SchedulerQueue {
   private final LongSupplier millis;
   private final AdmissionConfig config;
 
-  SchedulerQueue(String model, EntityRef<ModelAdmission.Command> entity,
+  ModelClient(String model, EntityRef<ModelAdmission.Command> entity,
       AtomicReference<ActorRef<ModelAdmission.Command>> local, Scheduler scheduler, AtomicReference<SelectionView> view,
       Clock clock, AdmissionConfig config) {
     this.model = model;
@@ -82,12 +82,6 @@ public final class SchedulerQueue {
   /** The advisory pick: read the view, project loads into this thread's scratch, pick under the picker lock. */
   public SelectionResult selectWithoutAdmission(SelectionRequest request) {
     return Selector.select(view.get(), request, Candidates.forCurrentThread(), millis);
-  }
-
-  /** The same pick made by the actor, through its mailbox. Reference path for tests and benchmarks only. */
-  public CompletionStage<SelectionResult> selectWithoutAdmissionOnActor(SelectionRequest request) {
-    return this.<ModelAdmission.SelectReply, SelectionResult>ask(replyTo -> new ModelAdmission.SelectOnActor(request, replyTo), null,
-        reply -> unwrap(reply.error(), reply.result()));
   }
 
   /**

@@ -3,8 +3,8 @@ package io.kvrouter.core.selection;
 import io.kvrouter.core.model.WorkerConfig;
 
 /** Builds the answer for the chosen candidate; shared by advisory Selects and Books. */
-public final class AdvisoryAnswer {
-  private AdvisoryAnswer() {}
+public final class SelectionAnswers {
+  private SelectionAnswers() {}
 
   public static SelectionResult build(SelectionView view, SelectionRequest request, Candidates c, int chosen) {
     int rankIndex = c.rankIndex(chosen);
