@@ -2,6 +2,8 @@ package io.kvrouter.bench;
 
 import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.cluster.testkit.AdmissionProbes;
+import io.kvrouter.core.admission.Clock;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,7 +11,7 @@ import java.util.concurrent.ExecutorService;
 import org.HdrHistogram.AbstractHistogram;
 
 /**
- * Advisory selection cost as in the Dynamo PR's table: the actor path ({@code selectWithoutAdmissionOnActor}) vs the
+ * Advisory selection cost as in the Dynamo PR's table: the actor path ({@code AdmissionProbes.selectOnActor}) vs the
  * inline path ({@code selectWithoutAdmission}) from the same state on a real one-node cluster, 4 workers,
  * least_in_flight, 1 / 16 / 256 callers as tasks on a fixed pool of 4 threads.
  */
@@ -46,11 +48,12 @@ final class AdvisoryBench {
     List<PickerLockBench.Row> lockRows;
     ExecutorService pool = Fixtures.pool("caller", s.threads());
     AbstractHistogram[] latency = Latency.histograms(maxOf(s.callers()));
-    try (BenchCluster cluster = BenchCluster.start("bench-advisory", false)) {
+    try (BenchCluster cluster = BenchCluster.start("bench-advisory", false,
+        AdmissionProbes.selectOnActor(Clock.SYSTEM))) {
       ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
       SelectionRequest request = SelectionRequest.of(Fixtures.MODEL, "advisory", 512);
       Callers.SyncCall inline = caller -> queue.selectWithoutAdmission(request);
-      Callers.AsyncCall actor = caller -> queue.selectWithoutAdmissionOnActor(request);
+      Callers.AsyncCall actor = caller -> AdmissionProbes.selectOnActor(cluster.system, request, BenchCluster.TIMEOUT);
       for (int round = 1; round <= s.warmupRounds(); round++) {
         Progress.line("advisory", "warm-up round %d/%d", round, s.warmupRounds());
         for (int callers : s.callers()) {

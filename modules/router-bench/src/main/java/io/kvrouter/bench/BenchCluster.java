@@ -64,6 +64,11 @@ final class BenchCluster implements AutoCloseable {
 
   /** @param countingMailbox put {@link CountingMailbox} on the admission dispatcher */
   static BenchCluster start(String name, boolean countingMailbox) {
+    return start(name, countingMailbox, RouterCluster.AdmissionDecorator.NONE);
+  }
+
+  /** @param admission wraps each admission actor (the advisory bench's select-on-actor probe) */
+  static BenchCluster start(String name, boolean countingMailbox, RouterCluster.AdmissionDecorator admission) {
     String overrides = """
         pekko.actor.provider = cluster
         pekko.remote.artery.canonical.hostname = "127.0.0.1"
@@ -90,7 +95,7 @@ final class BenchCluster implements AutoCloseable {
         }
         Thread.sleep(20);
       }
-      RouterCluster routing = RouterCluster.init(system, Clock.SYSTEM);
+      RouterCluster routing = RouterCluster.init(system, Clock.SYSTEM, admission);
       ClusterSharding.get(system).init(Entity.of(ECHO_KEY, ctx -> Behaviors.<Ping>setup(self -> {
             Pong pong = new Pong(self.getSelf());
             return Behaviors.receive(Ping.class)

@@ -86,7 +86,7 @@ final class Fixtures {
 
   /** An admission state (no actor) with {@code workers} workers under {@code policy}, fed from {@code source}. */
   static AdmissionState state(int workers, String policy, KvOverlapSource source) {
-    AdmissionState state = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, Clock.SYSTEM, source, view -> {});
+    AdmissionState state = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, Clock.SYSTEM, source, view -> {}, 0);
     for (int i = 0; i < workers; i++) {
       state.register(worker(workerId(i)));
     }

@@ -8,6 +8,9 @@ import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
+import io.kvrouter.core.policy.Picker;
+import io.kvrouter.core.testkit.LockedPicker;
+import io.kvrouter.core.testkit.Views;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -41,11 +44,13 @@ final class PickerLockBench {
     for (Policy policy : POLICIES) {
       SelectionView base = Fixtures.kvState(s.workers(), policy.wireName(), hashes, 2, 11).view();
       PickerState start = new PickerState(7, 0);
-      SelectionView locked = base.withPicker(new PickerSlot(Pickers.createLocked(policy, start)));
-      SelectionView lockFree = base.withPicker(new PickerSlot(Pickers.create(policy, start)));
-      if (locked.picker().lockFree() || !lockFree.picker().lockFree()) {
-        throw new IllegalStateException("picker slots are not of the expected kinds for " + policy);
+      Picker lockedPicker = new LockedPicker(policy, start);
+      Picker lockFreePicker = Pickers.create(policy, start);
+      if (lockedPicker.threadSafe() || !lockFreePicker.threadSafe()) {
+        throw new IllegalStateException("pickers are not of the expected kinds for " + policy);
       }
+      SelectionView locked = Views.withPicker(base, new PickerSlot(lockedPicker));
+      SelectionView lockFree = Views.withPicker(base, new PickerSlot(lockFreePicker));
       Callers.SyncCall onLocked = caller -> Selector.select(locked, request, Candidates.forCurrentThread(), Fixtures.CLOCK);
       Callers.SyncCall onLockFree = caller -> Selector.select(lockFree, request, Candidates.forCurrentThread(), Fixtures.CLOCK);
       int n = selections(s);
@@ -73,7 +78,7 @@ final class PickerLockBench {
     report.heading("Locked vs lock-free picker slots, inline, " + CALLERS + " callers");
     report.paragraph(String.format(
         "Inline `Selector.select` from one view (%d workers, KV index populated, requests of %d blocks) whose "
-            + "`PickerSlot` holds `Pickers.createLocked` (plain counter, picks under the slot's lock) or "
+            + "`PickerSlot` holds the `LockedPicker` test fixture (plain counter, picks under the slot's lock) or "
             + "`Pickers.create` (atomic counter, no lock); %d callers as tasks on %d threads, %,d selections per "
             + "round after %d warm-up rounds, %d measured rounds alternating the two slots (median round shown, "
             + "with the calls/s range).",

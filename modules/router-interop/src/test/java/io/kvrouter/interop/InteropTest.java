@@ -27,6 +27,8 @@ import io.kvrouter.interop.InteropClient.Reply;
 import io.kvrouter.server.Main;
 import io.kvrouter.server.RouterNode;
 import io.kvrouter.server.transport.Binding;
+import io.kvrouter.cluster.testkit.AdmissionProbes;
+import io.kvrouter.core.admission.Clock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
@@ -47,7 +49,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Two clients that are not ours, plain grpc-java and {@code @grpc/grpc-js}, against every gRPC binding of the
- * server: one node per binding (Books held {@value #BOOK_DELAY_MS} ms in the admission path by the test-only delay),
+ * server: one node per binding (Books held {@value #BOOK_DELAY_MS} ms before admission by a probe around the actor),
  * every scenario from each client, each client on models of its own. Every call carries custom request metadata
  * (text and binary), which the server must accept.
  */
@@ -69,14 +71,14 @@ class InteropTest {
     try {
       node = Main.init(ConfigFactory.parseString("""
           kvrouter.grpc.binding = "%s"
-          kvrouter.admission.test-only-book-delay = %dms
           kvrouter.grpc.port = 0
           kvrouter.management.port = 0
           pekko.remote.artery.canonical.port = 0
           pekko.actor.serialize-messages = on
           pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
           pekko.loglevel = WARNING
-          """.formatted(binding.configName(), BOOK_DELAY_MS)));
+          """.formatted(binding.configName())), Clock.SYSTEM,
+          AdmissionProbes.holdingBooks(Clock.SYSTEM, Duration.ofMillis(BOOK_DELAY_MS)));
     } catch (RuntimeException e) {
       node = null;
       Assumptions.abort("binding " + binding.configName() + " does not start: " + e);

@@ -46,6 +46,11 @@ public final class Main {
   }
 
   public static RouterNode init(Config overrides, Clock clock) {
+    return init(overrides, clock, RouterCluster.AdmissionDecorator.NONE);
+  }
+
+  /** As {@link #init(Config, Clock)}, every admission actor wrapped by {@code admission} (tests add probes). */
+  public static RouterNode init(Config overrides, Clock clock, RouterCluster.AdmissionDecorator admission) {
     warnIfCommonPoolTooSmall();
     Config config = ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application")));
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "kvrouter", config);
@@ -54,7 +59,7 @@ public final class Main {
       if (config.getBoolean("kvrouter.cluster.join-self")) {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       }
-      RouterCluster routing = RouterCluster.init(system, clock);
+      RouterCluster routing = RouterCluster.init(system, clock, admission);
       RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"));
       // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
       GrpcServices services = GrpcServices.create(routing, limits,

@@ -12,6 +12,8 @@ import io.kvrouter.api.v1.RouterClient;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersClient;
 import io.kvrouter.server.transport.Binding;
+import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.core.admission.Clock;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -43,7 +45,12 @@ public final class TestRouter implements AutoCloseable {
 
   /** A node serving gRPC with {@code binding}. */
   public static TestRouter start(Binding binding, String config) {
-    return start(config + "\nkvrouter.grpc.binding = \"" + binding.configName() + "\"\n");
+    return start(binding, config, RouterCluster.AdmissionDecorator.NONE);
+  }
+
+  /** A node serving gRPC with {@code binding}, its admission actors wrapped by {@code admission}. */
+  public static TestRouter start(Binding binding, String config, RouterCluster.AdmissionDecorator admission) {
+    return start(config + "\nkvrouter.grpc.binding = \"" + binding.configName() + "\"\n", admission);
   }
 
   public static TestRouter start(Binding binding) {
@@ -52,6 +59,10 @@ public final class TestRouter implements AutoCloseable {
 
   /** A node with the configured default binding. */
   public static TestRouter start(String config) {
+    return start(config, RouterCluster.AdmissionDecorator.NONE);
+  }
+
+  private static TestRouter start(String config, RouterCluster.AdmissionDecorator admission) {
     RouterNode node = Main.init(ConfigFactory.parseString(config + """
 
         kvrouter.grpc.port = 0
@@ -60,7 +71,7 @@ public final class TestRouter implements AutoCloseable {
         pekko.actor.serialize-messages = on
         pekko.cluster.jmx.multi-mbeans-in-same-jvm = on
         pekko.loglevel = WARNING
-        """));
+        """), Clock.SYSTEM, admission);
     Cluster cluster = Cluster.get(node.system());
     await().atMost(Duration.ofSeconds(15)).until(() -> cluster.selfMember().status() == MemberStatus.up());
     return new TestRouter(node);

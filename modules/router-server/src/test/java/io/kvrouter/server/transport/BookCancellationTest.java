@@ -16,6 +16,8 @@ import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingState;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.server.TestRouter;
+import io.kvrouter.cluster.testkit.AdmissionProbes;
+import io.kvrouter.core.admission.Clock;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -27,8 +29,8 @@ import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Deadlines and cancellation reach the admission path on every binding. The admission actor holds every Book back
- * (the test-only delay) so that the caller's deadline passes, or the caller cancels, before the Book is made.
+ * Deadlines and cancellation reach the admission path on every binding. A probe around the admission actor holds
+ * every Book back so that the caller's deadline passes, or the caller cancels, before the Book is made.
  */
 @ParameterizedClass(name = "{0}")
 @EnumSource(Binding.class)
@@ -46,9 +48,8 @@ class BookCancellationTest {
   static void start(Binding binding) {
     // Books wait 400 ms; the server's ask ends 150 ms before the caller's deadline
     router = TestRouter.start(binding, """
-        kvrouter.admission.test-only-book-delay = 400ms
         kvrouter.admission.deadline-margin = 150ms
-        """);
+        """, AdmissionProbes.holdingBooks(Clock.SYSTEM, Duration.ofMillis(400)));
     raw = new RawGrpc(router.node.grpcPort());
   }
 
@@ -72,7 +73,7 @@ class BookCancellationTest {
     // either the server's answer (its ask ends before the deadline: reason ADMISSION_TIMEOUT) or, on a loaded
     // machine, the client's own deadline firing first: which one wins is a race, the status is not
     assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.DEADLINE_EXCEEDED);
-    // once the held Book reaches admission (after the 400 ms test delay) it must book nothing
+    // once the held Book reaches admission (after the probe's 400 ms) it must book nothing
     await().pollDelay(Duration.ofMillis(600)).atMost(Duration.ofSeconds(5)).untilAsserted(() ->
         assertThat(router.state(model).getBookingsList()).isEmpty());
   }
