@@ -2,6 +2,7 @@ package io.kvrouter.bench;
 
 import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.testkit.Requests;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -70,7 +71,7 @@ final class AdmissionBench {
       }
       SelectionRequest[] requests = new SelectionRequest[256];
       for (int i = 0; i < requests.length; i++) {
-        requests[i] = SelectionRequest.of(Fixtures.MODEL, "book-" + i, 512);
+        requests[i] = Requests.of(Fixtures.MODEL, "book-" + i, 512);
       }
       Duration askTimeout = Duration.ofSeconds(5);
       Callers.AsyncCall book = caller -> queue.book(requests[caller], null)
@@ -84,7 +85,7 @@ final class AdmissionBench {
       java.util.concurrent.ConcurrentLinkedQueue<io.kvrouter.core.admission.BookingAnswer> held =
           new java.util.concurrent.ConcurrentLinkedQueue<>();
       Callers.AsyncCall bookOnly = caller -> queue.book(
-              SelectionRequest.of(Fixtures.MODEL, "only-" + ids.incrementAndGet(), 512), null)
+              Requests.of(Fixtures.MODEL, "only-" + ids.incrementAndGet(), 512), null)
           .thenAcceptAsync(held::add, pool);
       for (int round = 1; round <= s.warmupRounds(); round++) {
         Progress.line("admission", "warm-up round %d/%d", round, s.warmupRounds());

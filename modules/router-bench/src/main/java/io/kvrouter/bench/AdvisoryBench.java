@@ -4,6 +4,7 @@ import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.cluster.testkit.AdmissionProbes;
 import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.testkit.Requests;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -51,7 +52,7 @@ final class AdvisoryBench {
     try (BenchCluster cluster = BenchCluster.start("bench-advisory", false,
         AdmissionProbes.selectOnActor(Clock.SYSTEM))) {
       ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
-      SelectionRequest request = SelectionRequest.of(Fixtures.MODEL, "advisory", 512);
+      SelectionRequest request = Requests.of(Fixtures.MODEL, "advisory", 512);
       Callers.SyncCall inline = caller -> queue.selectWithoutAdmission(request);
       Callers.AsyncCall actor = caller -> AdmissionProbes.selectOnActor(cluster.system, request, BenchCluster.TIMEOUT);
       for (int round = 1; round <= s.warmupRounds(); round++) {

@@ -7,8 +7,8 @@ import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.LoadProjection;
-import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.core.testkit.Requests;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryMXBean;
 import java.lang.ref.Reference;
@@ -226,7 +226,7 @@ final class KvIndexBench {
       int reader = t;
       Thread thread = new Thread(() -> {
         Candidates c = new Candidates();
-        LoadProjection.projectWorkerLoads(view, SelectionRequest.of(Fixtures.MODEL, "r", 1024), c,
+        LoadProjection.projectWorkerLoads(view, Requests.of(Fixtures.MODEL, "r", 1024), c,
             System.currentTimeMillis());
         long[][] requests = trace.requests();
         AbstractHistogram h = latency[reader];

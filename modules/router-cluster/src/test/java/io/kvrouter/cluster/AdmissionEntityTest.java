@@ -18,6 +18,7 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.testkit.LedgerInvariants;
+import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -51,7 +52,7 @@ class AdmissionEntityTest {
   }
 
   private static BookingAnswer book(ModelClient client, String requestId) {
-    return join(client.book(SelectionRequest.of(client.model(), requestId, 64), null));
+    return join(client.book(Requests.of(client.model(), requestId, 64), null));
   }
 
   /**
@@ -114,7 +115,7 @@ class AdmissionEntityTest {
     for (int caller = 0; caller < 256; caller++) {
       selectors.add(CompletableFuture.runAsync(() -> {
         for (int i = 0; i < 40; i++) {
-          SelectionResult result = client.selectWithoutAdmission(SelectionRequest.of("concurrent", "", 128));
+          SelectionResult result = client.selectWithoutAdmission(Requests.of("concurrent", "", 128));
           assertThat(result.rank().workerId()).isIn("a", "b", "c", "d");
           selections.incrementAndGet();
         }
@@ -123,7 +124,7 @@ class AdmissionEntityTest {
     for (int phase = 0; phase < 8; phase++) {
       List<CompletableFuture<BookingAnswer>> books = new ArrayList<>();
       for (int i = 0; i < 24; i++) {
-        books.add(client.book(SelectionRequest.of("concurrent", "p" + phase + "-" + i, 128), null));
+        books.add(client.book(Requests.of("concurrent", "p" + phase + "-" + i, 128), null));
       }
       List<BookingAnswer> booked = new ArrayList<>();
       for (CompletableFuture<BookingAnswer> f : books) {
@@ -170,7 +171,7 @@ class AdmissionEntityTest {
       int thread = t;
       callers.add(CompletableFuture.runAsync(() -> {
         for (int i = 0; i < 16; i++) {
-          BookingAnswer answer = join(client.book(SelectionRequest.of("split", "t" + thread + "-" + i, 32), null));
+          BookingAnswer answer = join(client.book(Requests.of("split", "t" + thread + "-" + i, 32), null));
           perWorker.computeIfAbsent(answer.selection().rank().workerId(), k -> new AtomicInteger()).incrementAndGet();
           booked.add(answer);
         }
@@ -207,7 +208,7 @@ class AdmissionEntityTest {
     join(client.setPolicy(null, Map.of("queue_threshold_frac", "0"), null));
     BookingAnswer holder = book(client, "holder");
     CompletableFuture<BookingAnswer> waiting =
-        client.book(SelectionRequest.of("deadline", "late", 64), Duration.ofMillis(300));
+        client.book(Requests.of("deadline", "late", 64), Duration.ofMillis(300));
     assertThatThrownBy(() -> waiting.get(5, TimeUnit.SECONDS)).cause()
         .isInstanceOfSatisfying(RoutingException.class,
             e -> assertThat(e.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED));
@@ -224,7 +225,7 @@ class AdmissionEntityTest {
     ModelClient client = cluster.modelWithWorkers("cancelled", "round_robin", "a");
     join(client.setPolicy(null, Map.of("queue_threshold_frac", "0"), null));
     BookingAnswer holder = book(client, "holder");
-    CompletableFuture<BookingAnswer> waiting = client.book(SelectionRequest.of("cancelled", "gave-up", 64), null);
+    CompletableFuture<BookingAnswer> waiting = client.book(Requests.of("cancelled", "gave-up", 64), null);
     await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).pending() == 1);
     waiting.cancel(true);
     await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).pending() == 0);
@@ -235,10 +236,10 @@ class AdmissionEntityTest {
   @Test
   void unknownModelsAreRejectedWithoutStartingAnActor() {
     ModelClient client = cluster.client("nobody");
-    assertThatThrownBy(() -> client.selectWithoutAdmission(SelectionRequest.of("nobody", "", 5)))
+    assertThatThrownBy(() -> client.selectWithoutAdmission(Requests.of("nobody", "", 5)))
         .isInstanceOfSatisfying(RoutingException.class,
             e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_MODEL));
-    assertThatThrownBy(() -> client.book(SelectionRequest.of("nobody", "r", 5), null).join())
+    assertThatThrownBy(() -> client.book(Requests.of("nobody", "r", 5), null).join())
         .isInstanceOf(CompletionException.class).cause().isInstanceOf(RoutingException.class);
     assertThat(join(client.release("r", 1, null)).applied()).isFalse();
     assertThat(cluster.routing.models()).doesNotContain("nobody");

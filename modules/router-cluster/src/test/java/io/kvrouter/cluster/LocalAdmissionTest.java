@@ -7,7 +7,7 @@ import static org.awaitility.Awaitility.await;
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.admission.ModelSnapshot;
-import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import org.apache.pekko.actor.PoisonPill;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -27,7 +27,7 @@ class LocalAdmissionTest {
       assertThat(first).as("the actor registered itself when it started").isNotNull();
       assertThat(first.path().toString()).contains("/sharding/ModelAdmission/").endsWith("/local");
 
-      BookingAnswer booked = join(client.book(SelectionRequest.of("local", "r1", 64), null));
+      BookingAnswer booked = join(client.book(Requests.of("local", "r1", 64), null));
       assertThat(join(client.release("r1", booked.attempt(), null)).applied()).isTrue();
       assertThat(join(client.release("r1", booked.attempt(), null)).applied()).isFalse();
 
@@ -38,7 +38,7 @@ class LocalAdmissionTest {
       join(client.register(TestCluster.worker("c"), null));
       ActorRef<ModelAdmission.Command> second = client.localAdmission();
       assertThat(second).isNotNull().isNotEqualTo(first);
-      BookingAnswer again = join(client.book(SelectionRequest.of("local", "r2", 64), null));
+      BookingAnswer again = join(client.book(Requests.of("local", "r2", 64), null));
       assertThat(again.selection().rank().workerId()).isEqualTo("c");
       ModelSnapshot state = cluster.state(client);
       assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("r2");

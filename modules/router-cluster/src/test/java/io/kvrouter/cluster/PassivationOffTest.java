@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.admission.ModelSnapshot;
-import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.testkit.Requests;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,11 +18,11 @@ class PassivationOffTest {
   void anEntityThatOnlySeesSelectsKeepsItsBookings() throws Exception {
     try (TestCluster cluster = TestCluster.start(Clock.SYSTEM)) {
       ModelClient client = cluster.modelWithWorkers("quiet", "round_robin", "a", "b");
-      BookingAnswer booked = join(client.book(SelectionRequest.of("quiet", "kept", 64), null));
+      BookingAnswer booked = join(client.book(Requests.of("quiet", "kept", 64), null));
       long end = System.nanoTime() + 3_000_000_000L;
       int selects = 0;
       while (System.nanoTime() < end) {
-        client.selectWithoutAdmission(SelectionRequest.of("quiet", "", 64));
+        client.selectWithoutAdmission(Requests.of("quiet", "", 64));
         selects++;
         Thread.sleep(20);
       }

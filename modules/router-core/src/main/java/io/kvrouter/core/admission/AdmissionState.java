@@ -285,14 +285,6 @@ public final class AdmissionState {
     return queue.drainCompletions();
   }
 
-  public int pendingCount() {
-    return queue.size();
-  }
-
-  public int liveBookings() {
-    return ledger.size();
-  }
-
   // ---- inspection
 
   public ModelSnapshot snapshot() {

@@ -45,15 +45,6 @@ public final class BookingLedger {
     return new LedgerSnapshot(entries, attempts.last());
   }
 
-  /** The highest attempt this ledger (or the one it was rebuilt from) issued. */
-  public long highestAttempt() {
-    return attempts.last();
-  }
-
-  public int size() {
-    return bookings.size();
-  }
-
   /** The live booking of a request id, whatever its attempt, or null. */
   Booking live(String requestId) {
     return bookings.get(requestId);

@@ -127,10 +127,6 @@ public final class ModelKvIndex implements KvOverlapSource {
     return new TieredOverlap(approximate.overlap(rank, sequenceHashes, nowMillis), 0, 0);
   }
 
-  public boolean isEventFed(String workerId) {
-    return eventFed.contains(workerId);
-  }
-
   public Set<String> eventFedWorkers() {
     return new TreeSet<>(eventFed);
   }

@@ -27,24 +27,4 @@ public record SelectionRequest(
     pinnedWorker = pinnedWorker == null || pinnedWorker.isEmpty() ? null : pinnedWorker;
     allowedWorkers = allowedWorkers == null ? Set.of() : allowedWorkers;
   }
-
-  /** A request with only a prompt length, as most tests and benchmarks use. */
-  public static SelectionRequest of(String model, String requestId, int islTokens) {
-    return new SelectionRequest(model, requestId, null, islTokens, 0, null, null, null, 0, null, null, null);
-  }
-
-  public SelectionRequest withPinned(String workerId, Integer dpRank) {
-    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, workerId, dpRank,
-        allowedWorkers, priority, temperature, overlapCredit, prefillLoadScale);
-  }
-
-  public SelectionRequest withAllowed(Set<String> workers) {
-    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
-        pinnedDpRank, workers, priority, temperature, overlapCredit, prefillLoadScale);
-  }
-
-  public SelectionRequest withRequestId(String id) {
-    return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
-        allowedWorkers, priority, temperature, overlapCredit, prefillLoadScale);
-  }
 }

@@ -14,6 +14,7 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.testkit.LedgerInvariants;
 import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,7 +38,7 @@ class AdmissionStateTest {
   }
 
   private BookingAnswer book(String requestId, long nonce) {
-    BookOutcome outcome = state.book(SelectionRequest.of("m", requestId, 64), nonce, 0);
+    BookOutcome outcome = state.book(Requests.of("m", requestId, 64), nonce, 0);
     assertThat(outcome).isInstanceOf(BookOutcome.Booked.class);
     return ((BookOutcome.Booked) outcome).answer();
   }
@@ -46,11 +47,11 @@ class AdmissionStateTest {
   void releaseIsFencedAndIdempotent() {
     BookingAnswer booked = book("r1", 11);
     assertThat(state.release("r1", booked.attempt() + 1).applied()).as("wrong attempt").isFalse();
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.release("r1", booked.attempt()).applied()).isTrue();
     assertThat(state.release("r1", booked.attempt()).applied()).as("second release").isFalse();
     assertThat(state.release("unknown", 1).applied()).isFalse();
-    assertThat(state.liveBookings()).isZero();
+    assertThat(state.snapshot().bookings().size()).isZero();
     assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
   }
 
@@ -63,7 +64,7 @@ class AdmissionStateTest {
     assertThat(state.release("r1", first.attempt()).applied()).isFalse();
     assertThat(state.markPrefillDone("r1", first.attempt()).applied()).isFalse();
     assertThat(state.renew("r1", first.attempt()).applied()).isFalse();
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.release("r1", second.attempt()).applied()).isTrue();
   }
 
@@ -90,16 +91,16 @@ class AdmissionStateTest {
   @Test
   void replayReturnsTheSameBookingAndTheFirstCallsCancelIsANoOp() {
     BookingAnswer first = book("r1", 100);
-    BookOutcome replay = state.book(SelectionRequest.of("m", "r1", 64), 200, 0);
+    BookOutcome replay = state.book(Requests.of("m", "r1", 64), 200, 0);
     BookingAnswer again = ((BookOutcome.Booked) replay).answer();
     assertThat(again.replay()).isTrue();
     assertThat(again.attempt()).isEqualTo(first.attempt());
     assertThat(again.selection().rank()).isEqualTo(first.selection().rank());
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.cancelBook("r1", 100)).as("superseded nonce").isFalse();
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.cancelBook("r1", 200)).isTrue();
-    assertThat(state.liveBookings()).isZero();
+    assertThat(state.snapshot().bookings().size()).isZero();
     assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
   }
 
@@ -109,7 +110,7 @@ class AdmissionStateTest {
     BookingAnswer other = book("r2", 2);
     assertThat(state.cancelBook("r1", 2)).as("nonce of another request").isFalse();
     assertThat(state.cancelBook("r1", 1)).isTrue();
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.snapshot().bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId)
         .containsExactly("r2");
     assertThat(state.release("r2", other.attempt()).applied()).isTrue();
@@ -125,7 +126,7 @@ class AdmissionStateTest {
     assertThat(state.expire()).as("renewed lease still running").isZero();
     clock.advance(Duration.ofSeconds(2));
     assertThat(state.expire()).isEqualTo(1);
-    assertThat(state.liveBookings()).isZero();
+    assertThat(state.snapshot().bookings().size()).isZero();
     assertThat(state.snapshot().expiredBookings()).isEqualTo(1);
     assertThat(state.release("r1", booked.attempt()).applied()).isFalse();
     assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
@@ -139,7 +140,7 @@ class AdmissionStateTest {
     AdmissionState restarted = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
         view -> {}, state.ledgerSnapshot().highestAttempt());
     restarted.register(worker("a"));
-    long afterRestart = ((BookOutcome.Booked) restarted.book(SelectionRequest.of("m", "r1", 64), 3, 0)).answer()
+    long afterRestart = ((BookOutcome.Booked) restarted.book(Requests.of("m", "r1", 64), 3, 0)).answer()
         .attempt();
     assertThat(afterRestart).isGreaterThan(second).isGreaterThan(first);
     assertThat(restarted.release("r1", first).applied()).as("the old incarnation's attempt is fenced off").isFalse();
@@ -169,7 +170,7 @@ class AdmissionStateTest {
     BookingAnswer two = book("r2", 2);
     assertThat(one.selection().rank().workerId()).isNotEqualTo(two.selection().rank().workerId());
     assertThat(state.deregister(one.selection().rank().workerId())).isEqualTo(1);
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.release("r1", one.attempt()).applied()).isFalse();
     assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
     assertThatThrownBy(() -> state.deregister("nope")).isInstanceOfSatisfying(RoutingException.class,
@@ -184,7 +185,7 @@ class AdmissionStateTest {
     assertThat(state.view().version()).isGreaterThan(version);
     assertThat(publishedVersions).contains(state.view().version());
     assertThat(state.view().policy().temperature()).isEqualTo(0.5);
-    assertThat(state.liveBookings()).isEqualTo(1);
+    assertThat(state.snapshot().bookings().size()).isEqualTo(1);
     assertThat(state.release("r1", booked.attempt()).applied()).isTrue();
     assertThatThrownBy(() -> state.setPolicy("fastest", Map.of())).isInstanceOfSatisfying(RoutingException.class,
         e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_POLICY));
@@ -195,16 +196,16 @@ class AdmissionStateTest {
   void queueHoldsBooksWhileAllWorkersArePrefillBusyAndDispatchesOnRelease() {
     // each Book adds 8,000 prefill tokens; busy above 0.5 × 8192 max batched tokens
     state.setPolicy(null, Map.of("queue_threshold_frac", "0.5", "max_pending", "1"));
-    SelectionRequest big = SelectionRequest.of("m", "x", 8000);
-    BookingAnswer a = ((BookOutcome.Booked) state.book(big.withRequestId("r1"), 1, 0)).answer();
-    BookingAnswer b = ((BookOutcome.Booked) state.book(big.withRequestId("r2"), 2, 0)).answer();
-    assertThat(state.book(big.withRequestId("r3"), 3, 0)).isInstanceOf(BookOutcome.Queued.class);
-    BookOutcome rejected = state.book(big.withRequestId("r4"), 4, 0);
+    SelectionRequest big = Requests.of("m", "x", 8000);
+    BookingAnswer a = ((BookOutcome.Booked) state.book(Requests.withRequestId(big, "r1"), 1, 0)).answer();
+    BookingAnswer b = ((BookOutcome.Booked) state.book(Requests.withRequestId(big, "r2"), 2, 0)).answer();
+    assertThat(state.book(Requests.withRequestId(big, "r3"), 3, 0)).isInstanceOf(BookOutcome.Queued.class);
+    BookOutcome rejected = state.book(Requests.withRequestId(big, "r4"), 4, 0);
     assertThat(rejected).isInstanceOfSatisfying(BookOutcome.Rejected.class, r -> {
       assertThat(r.error().code()).isEqualTo(RoutingError.Code.RESOURCE_EXHAUSTED);
       assertThat(r.error().reason()).isEqualTo(RoutingError.QUEUE_LIMIT);
     });
-    assertThat(state.pendingCount()).isEqualTo(1);
+    assertThat(state.snapshot().pending()).isEqualTo(1);
     assertThat(state.drainCompletions()).isEmpty();
     clock.advance(Duration.ofMillis(5));
     state.release("r1", a.attempt());
@@ -213,7 +214,7 @@ class AdmissionStateTest {
     assertThat(done.get(0).nonce()).isEqualTo(3);
     assertThat(done.get(0).outcome()).isInstanceOfSatisfying(BookOutcome.Booked.class,
         booked -> assertThat(booked.answer().queuedMicros()).isEqualTo(5_000));
-    assertThat(state.pendingCount()).isZero();
+    assertThat(state.snapshot().pending()).isZero();
     assertThat(state.release("r2", b.attempt()).applied()).isTrue();
   }
 
@@ -223,22 +224,22 @@ class AdmissionStateTest {
     book("busy-a", 1);
     book("busy-b", 2);
     long deadline = clock.millis() + 1000;
-    assertThat(state.book(SelectionRequest.of("m", "r", 64), 9, deadline)).isInstanceOf(BookOutcome.Queued.class);
+    assertThat(state.book(Requests.of("m", "r", 64), 9, deadline)).isInstanceOf(BookOutcome.Queued.class);
     clock.advance(Duration.ofMillis(1000));
     state.expire();
     List<Completion> done = state.drainCompletions();
     assertThat(done).singleElement().satisfies(c -> assertThat(c.outcome())
         .isInstanceOfSatisfying(BookOutcome.Rejected.class,
             r -> assertThat(r.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED)));
-    assertThat(state.pendingCount()).isZero();
+    assertThat(state.snapshot().pending()).isZero();
   }
 
   @Test
   void aBookArrivingAfterItsDeadlineBooksNothing() {
-    BookOutcome late = state.book(SelectionRequest.of("m", "late", 64), 1, clock.millis());
+    BookOutcome late = state.book(Requests.of("m", "late", 64), 1, clock.millis());
     assertThat(late).isInstanceOfSatisfying(BookOutcome.Rejected.class,
         r -> assertThat(r.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED));
-    assertThat(state.liveBookings()).isZero();
+    assertThat(state.snapshot().bookings().size()).isZero();
   }
 
   @Test
@@ -246,16 +247,16 @@ class AdmissionStateTest {
     state.setPolicy(null, Map.of("queue_threshold_frac", "0.0"));
     book("busy-a", 1);
     book("busy-b", 2);
-    assertThat(state.book(SelectionRequest.of("m", "r", 64), 9, 0)).isInstanceOf(BookOutcome.Queued.class);
+    assertThat(state.book(Requests.of("m", "r", 64), 9, 0)).isInstanceOf(BookOutcome.Queued.class);
     assertThat(state.cancelBook("r", 9)).isTrue();
-    assertThat(state.pendingCount()).isZero();
-    assertThat(state.liveBookings()).isEqualTo(2);
+    assertThat(state.snapshot().pending()).isZero();
+    assertThat(state.snapshot().bookings().size()).isEqualTo(2);
   }
 
   @Test
   void unknownModelIsRejected() {
     AdmissionState empty = new AdmissionState("nobody", AdmissionSettings.DEFAULTS, clock);
-    assertThat(empty.book(SelectionRequest.of("nobody", "r", 10), 1, 0))
+    assertThat(empty.book(Requests.of("nobody", "r", 10), 1, 0))
         .isInstanceOfSatisfying(BookOutcome.Rejected.class,
             r -> assertThat(r.error().reason()).isEqualTo(RoutingError.UNKNOWN_MODEL));
   }

@@ -43,6 +43,6 @@ class BookingLedgerTest {
     long last = open(ledger, "r1", new Rank("w1", 0)).attempt;
     BookingLedger rebuilt = new BookingLedger(ledger.snapshot());
     assertThat(open(rebuilt, "r2", new Rank("w1", 0)).attempt).isGreaterThan(last);
-    assertThat(new BookingLedger(LedgerSnapshot.EMPTY).highestAttempt()).isZero();
+    assertThat(new BookingLedger(LedgerSnapshot.EMPTY).snapshot().highestAttempt()).isZero();
   }
 }

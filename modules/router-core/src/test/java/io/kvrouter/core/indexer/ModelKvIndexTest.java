@@ -42,8 +42,8 @@ class ModelKvIndexTest {
 
     // Worker a publishes its first event (for rank 0 only): both of its ranks stop using guesses.
     assertThat(index.apply(A0, 1, stored(prompt, 0, 2, null))).isTrue();
-    assertThat(index.isEventFed("a")).isTrue();
-    assertThat(index.isEventFed("b")).isFalse();
+    assertThat(index.eventFedWorkers().contains("a")).isTrue();
+    assertThat(index.eventFedWorkers().contains("b")).isFalse();
     assertThat(fixture.overlaps(prompt)).containsExactlyInAnyOrderEntriesOf(Map.of(
         A0, new TieredOverlap(2, 0, 0), A1, TieredOverlap.NONE, B0, new TieredOverlap(3, 0, 0)));
     assertThat(index.approximate().entryCount()).isEqualTo(3);
@@ -68,7 +68,7 @@ class ModelKvIndexTest {
     index.recordRouted(B0, prompt, T0);
     index.removeWorker("a");
     index.removeWorker("b");
-    assertThat(index.isEventFed("a")).isFalse();
+    assertThat(index.eventFedWorkers().contains("a")).isFalse();
     assertThat(index.events().entryCount()).isZero();
     assertThat(index.approximate().entryCount()).isZero();
     // Back again without events: approximate once more.

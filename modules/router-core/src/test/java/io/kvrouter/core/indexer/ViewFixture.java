@@ -9,8 +9,8 @@ import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.LoadProjection;
-import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.core.testkit.Requests;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -50,7 +50,7 @@ final class ViewFixture {
 
   /** Runs the view's overlap source for {@code hashes} into {@code scratch} and returns the overlaps by rank. */
   Map<Rank, TieredOverlap> overlaps(long[] hashes, Candidates scratch) {
-    LoadProjection.projectWorkerLoads(view, SelectionRequest.of("m", "r", Math.max(1, hashes.length * 16)), scratch,
+    LoadProjection.projectWorkerLoads(view, Requests.of("m", "r", Math.max(1, hashes.length * 16)), scratch,
         0);
     view.overlapSource().overlaps(view, hashes, scratch);
     Map<Rank, TieredOverlap> out = new HashMap<>();

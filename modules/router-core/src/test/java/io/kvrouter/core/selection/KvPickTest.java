@@ -13,6 +13,7 @@ import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.testkit.Selections;
+import io.kvrouter.core.testkit.Requests;
 import java.util.Map;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeEach;
@@ -35,7 +36,7 @@ class KvPickTest {
     long[] engineIds = {101, 102, 103, 104};
     index.apply(new Rank("w1", 0), 1, new KvEvent.Stored(StorageTier.DEVICE, null, engineIds, hashes));
     // w1 also carries a 16-token booking: 16 prefill tokens, 1 decode block
-    SelectionRequest small = SelectionRequest.of("m", "load", 16).withPinned("w1", null);
+    SelectionRequest small = Requests.pinned(Requests.of("m", "load", 16), "w1", null);
     assertThat(state.book(small, 1, 0)).isInstanceOf(BookOutcome.Booked.class);
   }
 
@@ -73,7 +74,7 @@ class KvPickTest {
     assertThat(state.book(same, 2, 0)).isInstanceOf(BookOutcome.Booked.class);
     // w2 now holds the 4 blocks active (additional 0), and the Book taught its approximate index the prefix
     // (w2 sends no events): prefill max((64 + 64)/16 − 4, 0) = 4, decode 4
-    SelectionResult onW2 = Selections.select(state, clock, prompt(null, null).withPinned("w2", null));
+    SelectionResult onW2 = Selections.select(state, clock, Requests.pinned(prompt(null, null), "w2", null));
     assertThat(onW2.overlapBlocks()).isEqualTo(4);
     assertThat(onW2.cost()).isEqualTo(4.0 + 4 + 0);
   }

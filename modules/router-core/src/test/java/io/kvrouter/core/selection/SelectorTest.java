@@ -17,6 +17,7 @@ import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.testkit.Selections;
 import io.kvrouter.core.testkit.Views;
+import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -47,7 +48,7 @@ class SelectorTest {
   @Test
   void kvCostOfIdleRanksIsPrefillBlocksPlusRequestBlocks() {
     AdmissionState state = state("kv");
-    SelectionResult result = Selections.select(state, clock, SelectionRequest.of("m", "", 100));
+    SelectionResult result = Selections.select(state, clock, Requests.of("m", "", 100));
     // (0 + 100)/16 prefill blocks + 0 decode + ceil(100/16) = 7 additional active blocks
     assertThat(result.cost()).isEqualTo(100 / 16.0 + 7);
     assertThat(result.overlapBlocks()).isZero();
@@ -65,18 +66,18 @@ class SelectorTest {
   @Test
   void errorsFollowDynamosOrder() {
     AdmissionState state = state("least_in_flight");
-    SelectionRequest base = SelectionRequest.of("m", "", 64);
-    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("a", null).withAllowed(Set.of("b")))))
+    SelectionRequest base = Requests.of("m", "", 64);
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.allowed(Requests.pinned(base, "a", null), Set.of("b")))))
         .extracting(RoutingError::code, RoutingError::reason)
         .containsExactly(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_NOT_ALLOWED);
-    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("zz", null))).reason())
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.pinned(base, "zz", null))).reason())
         .isEqualTo(RoutingError.UNKNOWN_WORKER);
-    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("b", 5))).reason())
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.pinned(base, "b", 5))).reason())
         .isEqualTo(RoutingError.UNKNOWN_WORKER);
     // overload every rank through engine reports: decode blocks above 0.5 × 1000
     state.setPolicy(null, Map.of("active_decode_blocks_threshold", "0.5"));
     state.reportLoad("a", List.of(new RankReport(0, 600, 0, 0)));
-    assertThat(rejection(() -> Selections.select(state, clock, base.withPinned("a", null))))
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.pinned(base, "a", null))))
         .extracting(RoutingError::code, RoutingError::reason)
         .containsExactly(RoutingError.Code.UNAVAILABLE, RoutingError.PINNED_WORKER_OVERLOADED);
     assertThat(Selections.select(state, clock, base).rank().workerId()).isEqualTo("b");
@@ -94,7 +95,7 @@ class SelectorTest {
   void allowedWorkersRestrictCandidates() {
     AdmissionState state = state("random");
     for (int i = 0; i < 50; i++) {
-      assertThat(Selections.select(state, clock, SelectionRequest.of("m", "", 8).withAllowed(Set.of("b")))
+      assertThat(Selections.select(state, clock, Requests.allowed(Requests.of("m", "", 8), Set.of("b")))
           .rank().workerId()).isEqualTo("b");
     }
   }
@@ -132,7 +133,7 @@ class SelectorTest {
   @Test
   void unknownModelWhenTheViewIsEmpty() {
     AdmissionState empty = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
-    assertThatThrownBy(() -> Selections.select(empty, clock, SelectionRequest.of("m", "", 1)))
+    assertThatThrownBy(() -> Selections.select(empty, clock, Requests.of("m", "", 1)))
         .isInstanceOfSatisfying(RoutingException.class,
             e -> assertThat(e.error().reason()).isEqualTo(RoutingError.UNKNOWN_MODEL));
   }
@@ -140,14 +141,14 @@ class SelectorTest {
   @Test
   void requestLimitsRejectMalformedRequests() {
     RequestLimits limits = new RequestLimits(RequestLimits.DEFAULT_MAX_TOKENS);
-    assertThat(rejection(() -> limits.validate(SelectionRequest.of("", "r", 1), false)).reason())
+    assertThat(rejection(() -> limits.validate(Requests.of("", "r", 1), false)).reason())
         .isEqualTo(RoutingError.EMPTY_MODEL);
-    assertThat(rejection(() -> limits.validate(SelectionRequest.of("m", "", 1), true)).reason())
+    assertThat(rejection(() -> limits.validate(Requests.of("m", "", 1), true)).reason())
         .isEqualTo(RoutingError.EMPTY_REQUEST_ID);
-    assertThat(rejection(() -> limits.validate(SelectionRequest.of("m", "r", 0), false)).reason())
+    assertThat(rejection(() -> limits.validate(Requests.of("m", "r", 0), false)).reason())
         .isEqualTo(RoutingError.INVALID_SIZE);
-    assertThat(rejection(() -> limits.validate(SelectionRequest.of("m", "r", 131_073), false)).reason())
+    assertThat(rejection(() -> limits.validate(Requests.of("m", "r", 131_073), false)).reason())
         .isEqualTo(RoutingError.TOO_MANY_TOKENS);
-    limits.validate(SelectionRequest.of("m", "r", 131_072), true);
+    limits.validate(Requests.of("m", "r", 131_072), true);
   }
 }
