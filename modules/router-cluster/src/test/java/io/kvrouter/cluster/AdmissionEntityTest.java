@@ -56,13 +56,14 @@ class AdmissionEntityTest {
   }
 
   /**
-   * The inline pick (the facade's Select on this thread) and the actor's pick (through its mailbox) agree for the
-   * same request, view version and picker state: each round moves the state through the actor, then both paths
-   * pick from one saved picker state and must return the same worker and rank, cost and view version. Every
-   * policy, plus kv with a softmax temperature, 120 requests in sequence each.
+   * The inline pick (the facade's Select on this thread) and the actor's picks agree for the same request, view
+   * version and picker state: from one saved picker state, the inline Select, the actor's advisory pick (through its
+   * mailbox, via the test probe) and the actor's real Book of that request must choose the same worker and rank, at
+   * the same cost and view version. The Books move the state from round to round, with random Releases and engine
+   * load reports in between. Every policy, plus kv with a softmax temperature, 120 requests in sequence each.
    */
   @Test
-  void theInlinePickEqualsTheActorsPickForTheSameViewAndPickerState() {
+  void theInlinePickEqualsTheActorsPickAndBookForTheSameViewAndPickerState() {
     Map<String, Map<String, String>> policies = new java.util.LinkedHashMap<>();
     for (Policy policy : Policy.values()) {
       policies.put(policy.wireName(), Map.of("seed", "11"));
@@ -75,11 +76,7 @@ class AdmissionEntityTest {
       join(client.setPolicy(name.startsWith("kv") ? "kv" : name, parameters, null));
       List<BookingAnswer> live = new ArrayList<>();
       for (int round = 0; round < 120; round++) {
-        // move the state: a random Book or Release through the actor, sometimes an engine report
-        if (live.isEmpty() || random.nextInt(3) > 0) {
-          live.add(join(client.book(new SelectionRequest(client.model(), "r" + round, null,
-              1 + random.nextInt(3000), 0, null, null, null, 0, null, null, null), null)));
-        } else {
+        if (!live.isEmpty() && random.nextInt(3) == 0) {
           BookingAnswer done = live.remove(random.nextInt(live.size()));
           join(client.release(done.requestId(), done.attempt(), null));
         }
@@ -87,16 +84,21 @@ class AdmissionEntityTest {
           join(client.reportLoad("w" + (1 + random.nextInt(4)),
               List.of(new RankReport(0, random.nextInt(100), random.nextInt(500), 0)), null));
         }
-        SelectionRequest request = new SelectionRequest(client.model(), "", null, 1 + random.nextInt(4000), 0,
-            null, null, null, 0, random.nextBoolean() ? 0.8 : null, null, null);
+        SelectionRequest request = new SelectionRequest(client.model(), "p" + round, null, 1 + random.nextInt(4000),
+            0, null, null, null, 0, random.nextBoolean() ? 0.8 : null, null, null);
         SelectionView view = client.view();
         PickerState saved = view.picker().state();
         SelectionResult inline = client.selectWithoutAdmission(request);
         view.picker().restore(saved);
         SelectionResult onActor = cluster.selectOnActor(request);
-        assertThat(onActor.rank()).as("%s round %d", name, round).isEqualTo(inline.rank());
-        assertThat(onActor.cost()).isEqualTo(inline.cost());
-        assertThat(onActor.viewVersion()).isEqualTo(inline.viewVersion()).isEqualTo(view.version());
+        view.picker().restore(saved);
+        BookingAnswer booked = join(client.book(request, null));
+        live.add(booked);
+        for (SelectionResult actor : List.of(onActor, booked.selection())) {
+          assertThat(actor.rank()).as("%s round %d", name, round).isEqualTo(inline.rank());
+          assertThat(actor.cost()).isEqualTo(inline.cost());
+          assertThat(actor.viewVersion()).isEqualTo(inline.viewVersion()).isEqualTo(view.version());
+        }
         assertThat(view.picker().state().cursor()).as("each path took one pick").isEqualTo(saved.cursor() + 1);
       }
     });
