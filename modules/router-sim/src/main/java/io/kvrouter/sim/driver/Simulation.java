@@ -20,9 +20,9 @@ import java.util.Set;
 public final class Simulation {
   /** Bounds and periods of a run. */
   public record Settings(long loadReportMicros, long maxEvents, long maxSimMicros) {
-    /** Load reports every second (the router's heartbeat timeout is 10 s); at most 50M events or 24 h. */
+    /** Load reports every 2 s (the router's heartbeat timeout is 10 s); at most 50M events or 24 h. */
     public static Settings defaults() {
-      return new Settings(1_000_000, 50_000_000, 86_400_000_000L);
+      return new Settings(2_000_000, 50_000_000, 86_400_000_000L);
     }
   }
 
