@@ -84,6 +84,10 @@ public final class SimCli implements Runnable {
         description = "a kv policy parameter (Admin.SetPolicy), repeatable")
     Map<String, String> kvParameters = new LinkedHashMap<>();
 
+    @Option(names = "--extra-kv", paramLabel = "KEY=VALUE[,KEY=VALUE]",
+        description = "one more kv row with these policy parameters, repeatable")
+    List<String> extraKv = new ArrayList<>();
+
     @Option(names = "--out", paramLabel = "DIR", description = "where the .md and .svg go (default target/sim-results)")
     Path out;
 
@@ -93,13 +97,26 @@ public final class SimCli implements Runnable {
 
     List<Comparison.Contender> contenders() {
       List<Comparison.Contender> all = Comparison.contenders();
-      if (policies == null || policies.isEmpty()) {
-        return all;
-      }
       List<Comparison.Contender> chosen = new ArrayList<>();
-      for (String name : policies) {
+      if (policies == null || policies.isEmpty()) {
+        chosen.addAll(all);
+      }
+      for (String name : policies == null ? List.<String>of() : policies) {
         chosen.add(all.stream().filter(c -> shortName(c).equals(name)).findFirst().orElseThrow(() ->
             new CommandLine.ParameterException(new CommandLine(new SimCli()), "unknown policy row '" + name + "'")));
+      }
+      for (String extra : extraKv) {
+        Map<String, String> parameters = new LinkedHashMap<>();
+        for (String pair : extra.split(",")) {
+          String[] kv = pair.split("=", 2);
+          if (kv.length != 2) {
+            throw new CommandLine.ParameterException(new CommandLine(new SimCli()),
+                "--extra-kv wants KEY=VALUE pairs, got '" + extra + "'");
+          }
+          parameters.put(kv[0].trim(), kv[1].trim());
+        }
+        int greedy = chosen.indexOf(Comparison.PREFIX_GREEDY);
+        chosen.add(greedy < 0 ? chosen.size() : greedy, Comparison.Contender.kvWith(parameters));
       }
       return chosen;
     }
@@ -113,8 +130,8 @@ public final class SimCli implements Runnable {
   }
 
   @Command(name = "demo", mixinStandardHelpOptions = true,
-      description = "A small fleet (4 engines) and a short multi-turn workload through an in-process router on "
-          + "virtual time: prints the comparison table (about a minute).")
+      description = "A small fleet (4 engines with 4,000 KV blocks each, so a short run fills their caches) and 40 "
+          + "multi-turn sessions through an in-process router on virtual time: prints the comparison table.")
   static final class Demo implements Callable<Integer> {
     @Option(names = "--out", paramLabel = "DIR", description = "where the .md and .svg go (default target/sim-results)")
     Path out;
@@ -123,8 +140,9 @@ public final class SimCli implements Runnable {
     public Integer call() throws IOException {
       RunOptions options = new RunOptions();
       options.engines = 4;
+      options.kvBlocks = 4_000;
       options.out = out;
-      SessionWorkload.Params params = SessionWorkload.multiTurn(160, 2.0, options.seed);
+      SessionWorkload.Params params = SessionWorkload.multiTurn(40, 1.0, options.seed);
       return compare(options, "demo-multi-turn", () -> new SessionWorkload(params), "bin/sim demo");
     }
   }
@@ -138,10 +156,10 @@ public final class SimCli implements Runnable {
     @Option(names = "--workload", required = true, description = "multi-turn | agent | mooncake")
     String workload;
 
-    @Option(names = "--sessions", description = "sessions (multi-turn, agent), default 1200 / 600")
+    @Option(names = "--sessions", description = "sessions (multi-turn, agent), default 300 / 200")
     Integer sessions;
 
-    @Option(names = "--rate", description = "new sessions per second (multi-turn, agent), default 3.0 / 1.0")
+    @Option(names = "--rate", description = "new sessions per second (multi-turn, agent), default 1.5 / 1.0")
     Double rate;
 
     @Option(names = "--trace", paramLabel = "FILE",
@@ -159,12 +177,12 @@ public final class SimCli implements Runnable {
       Supplier<Workload> source;
       switch (workload) {
         case "multi-turn" -> {
-          SessionWorkload.Params p = SessionWorkload.multiTurn(orDefault(sessions, 1200), orDefault(rate, 3.0),
+          SessionWorkload.Params p = SessionWorkload.multiTurn(orDefault(sessions, 300), orDefault(rate, 1.5),
               options.seed);
           source = () -> new SessionWorkload(p);
         }
         case "agent" -> {
-          SessionWorkload.Params p = SessionWorkload.agent(orDefault(sessions, 600), orDefault(rate, 1.0),
+          SessionWorkload.Params p = SessionWorkload.agent(orDefault(sessions, 200), orDefault(rate, 1.0),
               options.seed);
           source = () -> new SessionWorkload(p);
         }

@@ -13,10 +13,24 @@ import java.util.function.Supplier;
  * same seeded workload, a fresh fleet), and the simulator-only prefix-greedy reference.
  */
 public final class Comparison {
-  /** One row of the comparison: a router policy, or the prefix-greedy reference when {@code policy} is null. */
-  public record Contender(String label, String policy, boolean publishEvents) {
+  /**
+   * One row of the comparison: a router policy with policy parameters of its own (on top of the setup's), or the
+   * prefix-greedy reference when {@code policy} is null.
+   */
+  public record Contender(String label, String policy, boolean publishEvents, Map<String, String> parameters) {
+    public Contender(String label, String policy, boolean publishEvents) {
+      this(label, policy, publishEvents, Map.of());
+    }
+
     public boolean usesRouter() {
       return policy != null;
+    }
+
+    /** kv with {@code parameters}, labelled by them. */
+    public static Contender kvWith(Map<String, String> parameters) {
+      StringBuilder label = new StringBuilder("kv (");
+      parameters.forEach((k, v) -> label.append(label.length() > 4 ? ", " : "").append(k).append('=').append(v));
+      return new Contender(label.append(')').toString(), "kv", true, Map.copyOf(parameters));
     }
   }
 
@@ -65,6 +79,7 @@ public final class Comparison {
     if ("kv".equals(contender.policy())) {
       parameters.putAll(setup.kvParameters());
     }
+    parameters.putAll(contender.parameters());
     return parameters;
   }
 
