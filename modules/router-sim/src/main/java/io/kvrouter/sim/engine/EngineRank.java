@@ -13,7 +13,7 @@ import java.util.List;
  * Reserving the whole sequence at admission means a running request is never preempted.
  *
  * <p>A step is two calls: {@link #beginStep()} plans it at its start time (admission, hence evictions, happen here)
- * and returns its duration from the {@link TimingModel}; {@link #endStep(long)} applies it at its end time (KV of the
+ * and returns its duration from the {@link TimingModel}; {@link #endStep()} applies it at its end time (KV of the
  * computed tokens is stored, first tokens and completions are reported).
  */
 public final class EngineRank {
@@ -86,10 +86,6 @@ public final class EngineRank {
   /** True while a step is in progress: a new request then waits for the next step. */
   public boolean stepping() {
     return stepping;
-  }
-
-  public boolean hasWork() {
-    return !waiting.isEmpty() || !running.isEmpty();
   }
 
   /** Requests admitted or waiting. */

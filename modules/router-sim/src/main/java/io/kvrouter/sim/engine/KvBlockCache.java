@@ -62,7 +62,6 @@ public final class KvBlockCache {
   private int privateBlocks;
   private long clock;
   private long nextEventId = 1;
-  private long evictions;
 
   /**
    * @param capacity blocks this rank holds
@@ -90,25 +89,13 @@ public final class KvBlockCache {
     return freeBlocks() + evictable.size();
   }
 
-  public int cachedBlockCount() {
-    return cached.size();
-  }
-
   /** Blocks in use by running requests: private reservations plus referenced cached blocks. */
   public int activeBlocks() {
     return privateBlocks + cached.size() - evictable.size();
   }
 
-  public long evictions() {
-    return evictions;
-  }
-
-  public boolean contains(long tokensHash) {
-    return cached.containsKey(tokensHash);
-  }
-
   /** The engine's id for a tokens hash (stable, salted per engine). */
-  public long blockId(long tokensHash) {
+  long blockId(long tokensHash) {
     long z = tokensHash ^ blockIdSalt;
     z = (z ^ (z >>> 33)) * 0xFF51AFD7ED558CCDL;
     return z ^ (z >>> 29);
@@ -203,11 +190,6 @@ public final class KvBlockCache {
     return drained;
   }
 
-  /** Tokens hashes of every cached block (test and replay checks). */
-  public java.util.Set<Long> cachedTokensHashes() {
-    return java.util.Set.copyOf(cached.keySet());
-  }
-
   private void reference(Block block) {
     if (block.refs++ == 0) {
       evictable.remove(block.stamp);
@@ -224,7 +206,6 @@ public final class KvBlockCache {
       Block victim = lru.getValue();
       cached.remove(victim.tokensHash);
       removed.add(victim.blockId);
-      evictions++;
     }
     privateBlocks += blocks;
     if (!removed.isEmpty()) {

@@ -29,21 +29,6 @@ public final class SessionWorkload implements Workload {
         throw new IllegalArgumentException("invalid session workload parameters " + this);
       }
     }
-
-    public Params withSessions(int count) {
-      return new Params(name, count, sharedPrefixes, sharedPrefixTokens, minTurns, maxTurns, minUserTokens,
-          maxUserTokens, minOutputTokens, maxOutputTokens, sessionsPerSecond, meanThinkSeconds, seed);
-    }
-
-    public Params withRate(double perSecond) {
-      return new Params(name, sessions, sharedPrefixes, sharedPrefixTokens, minTurns, maxTurns, minUserTokens,
-          maxUserTokens, minOutputTokens, maxOutputTokens, perSecond, meanThinkSeconds, seed);
-    }
-
-    public Params withSeed(long newSeed) {
-      return new Params(name, sessions, sharedPrefixes, sharedPrefixTokens, minTurns, maxTurns, minUserTokens,
-          maxUserTokens, minOutputTokens, maxOutputTokens, sessionsPerSecond, meanThinkSeconds, newSeed);
-    }
   }
 
   /** Chat: 8 system prompts of 1,000 tokens, 6–14 turns of 200–600 user and 200–600 output tokens, 30 s think. */

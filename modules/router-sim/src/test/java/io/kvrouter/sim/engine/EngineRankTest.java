@@ -77,7 +77,7 @@ class EngineRankTest {
     rank.enqueue(sharing("first", 400, 404, 1));
     long cold = rank.beginStep();
     rank.endStep();
-    while (rank.hasWork()) {
+    while (rank.inFlight() > 0) {
       rank.beginStep();
       rank.endStep();
     }
@@ -95,7 +95,7 @@ class EngineRankTest {
       rank.enqueue(request("r" + i, 50 + i * 7, 1 + i % 5, i));
     }
     int finished = 0;
-    for (int steps = 0; steps < 10_000 && rank.hasWork(); steps++) {
+    for (int steps = 0; steps < 10_000 && rank.inFlight() > 0; steps++) {
       assertThat(rank.beginStep()).isPositive();
       finished += rank.endStep().finished().size();
       assertThat(rank.cache().activeBlocks()).isLessThanOrEqualTo(200);
