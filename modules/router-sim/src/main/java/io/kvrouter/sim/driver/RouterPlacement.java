@@ -1,0 +1,223 @@
+package io.kvrouter.sim.driver;
+
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.kvrouter.api.v1.Booking;
+import io.kvrouter.api.v1.BookingRef;
+import io.kvrouter.api.v1.KvEvent;
+import io.kvrouter.api.v1.KvEventBatch;
+import io.kvrouter.api.v1.KvRemoved;
+import io.kvrouter.api.v1.KvStored;
+import io.kvrouter.api.v1.LoadReport;
+import io.kvrouter.api.v1.RankLoadReport;
+import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.SetPolicyRequest;
+import io.kvrouter.api.v1.StoredBlock;
+import io.kvrouter.api.v1.WorkerKey;
+import io.kvrouter.api.v1.WorkerRegistration;
+import io.kvrouter.sim.engine.KvCacheEvent;
+import io.kvrouter.sim.engine.SimEngine;
+import io.kvrouter.sim.engine.SimRequest;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.CompletionStage;
+import java.util.Map;
+
+/**
+ * Placement by the real router over gRPC, as an engine fleet and a frontend would use it: engines register, publish
+ * their KV events (unless {@code publishEvents} is off, which leaves the router's index approximate) and report
+ * load; each request is booked (Book with its prompt tokens), marked when its prefill is done, and released when it
+ * finishes. Each run uses a model of its own, deregistered at the end.
+ *
+ * <p>An engine publishes after every step; this placement keeps each rank's events and sends them, one batch per
+ * rank, just before the next Book and the next load report. The router's index is thus exactly as fresh at every
+ * decision as with one call per step, for a fraction of the calls.
+ *
+ * <p>Calls other than Book (events, MarkPrefillDone, Release, load reports) are sent without waiting, and every one
+ * of them is answered before the next Book is sent: what they change commutes (different bookings, different ranks,
+ * one event batch per rank in flight at a time), so each Book sees the same router state as if every call had been
+ * awaited in turn, and a run stays deterministic at a fraction of the round trips.
+ */
+public final class RouterPlacement implements Placement {
+  private final RouterClients clients;
+  private final String label;
+  private final String model;
+  private final String policy;
+  private final Map<String, String> parameters;
+  private final boolean publishEvents;
+  private Fleet fleet;
+  private final Map<Integer, List<KvCacheEvent>> unsent = new TreeMap<>();
+  private final List<CompletionStage<?>> outstanding = new ArrayList<>();
+  private final List<CompletionStage<?>> batchesInFlight = new ArrayList<>();
+  private long rejected;
+
+  public RouterPlacement(RouterClients clients, String label, String model, String policy,
+      Map<String, String> parameters, boolean publishEvents) {
+    this.clients = clients;
+    this.label = label;
+    this.model = model;
+    this.policy = policy;
+    this.parameters = parameters;
+    this.publishEvents = publishEvents;
+  }
+
+  @Override
+  public String label() {
+    return label;
+  }
+
+  @Override
+  public void open(Fleet fleet) {
+    this.fleet = fleet;
+    FleetConfig config = fleet.config();
+    for (SimEngine engine : fleet.engines()) {
+      RouterClients.await(clients.workers.register(WorkerRegistration.newBuilder()
+          .setModel(model)
+          .setWorkerId(engine.workerId())
+          .setDpStart(0)
+          .setDpSize(engine.ranks().size())
+          .setMaxNumBatchedTokens(config.limits().maxBatchedTokens())
+          .setTotalKvBlocks(config.kvBlocksPerRank())
+          .setBlockSize(config.blockSize())
+          .setEndpoint("sim://" + engine.workerId())
+          .build()));
+    }
+    RouterClients.await(clients.admin.setPolicy(SetPolicyRequest.newBuilder()
+        .setModel(model).setPolicy(policy).putAllParameters(parameters).build()));
+  }
+
+  @Override
+  public Placed place(SimRequest request) {
+    flushKvEvents();
+    awaitOutstanding();
+    RouteRequest.Builder route = RouteRequest.newBuilder()
+        .setModel(model)
+        .setRequestId(request.id())
+        .setExpectedOutputTokens(request.outputTokens());
+    for (int i = 0; i < request.promptTokens(); i++) {
+      route.addTokenIds(request.tokens()[i]);
+    }
+    try {
+      Booking booking = RouterClients.await(clients.router.book(route.build()));
+      var worker = booking.getSelection().getWorker();
+      return new Placed(fleet.unit(worker.getWorkerId(), worker.getDpRank()).index(), booking.getAttempt());
+    } catch (StatusRuntimeException e) {
+      if (e.getStatus().getCode() == Status.Code.UNAVAILABLE
+          || e.getStatus().getCode() == Status.Code.RESOURCE_EXHAUSTED
+          || e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT) {
+        rejected++;
+        return null;
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  public void prefillDone(SimRequest request, Placed placed) {
+    outstanding.add(clients.router.markPrefillDone(ref(request, placed)));
+  }
+
+  @Override
+  public void finished(SimRequest request, Placed placed) {
+    outstanding.add(clients.router.release(ref(request, placed)));
+  }
+
+  private BookingRef ref(SimRequest request, Placed placed) {
+    return BookingRef.newBuilder().setModel(model).setRequestId(request.id()).setAttempt(placed.attempt()).build();
+  }
+
+  @Override
+  public void kvEvents(Fleet.Unit unit, List<KvCacheEvent> events) {
+    if (publishEvents && !events.isEmpty()) {
+      unsent.computeIfAbsent(unit.index(), i -> new ArrayList<>()).addAll(events);
+    }
+  }
+
+  private void flushKvEvents() {
+    awaitAll(batchesInFlight);
+    for (Map.Entry<Integer, List<KvCacheEvent>> entry : unsent.entrySet()) {
+      publish(fleet.unit(entry.getKey()), entry.getValue());
+    }
+    unsent.clear();
+  }
+
+  private void publish(Fleet.Unit unit, List<KvCacheEvent> events) {
+    KvEventBatch.Builder batch = KvEventBatch.newBuilder()
+        .setModel(model).setWorkerId(unit.engine().workerId()).setDpRank(unit.dpRank());
+    for (KvCacheEvent event : events) {
+      KvEvent.Builder proto = KvEvent.newBuilder().setEventId(event.eventId());
+      if (event instanceof KvCacheEvent.Stored stored) {
+        KvStored.Builder s = KvStored.newBuilder();
+        if (stored.parentBlockId() != null) {
+          s.setParentBlockHash(stored.parentBlockId());
+        }
+        for (int i = 0; i < stored.blockIds().length; i++) {
+          s.addBlocks(StoredBlock.newBuilder()
+              .setBlockHash(stored.blockIds()[i]).setTokensHash(stored.tokensHashes()[i]));
+        }
+        proto.setStored(s);
+      } else if (event instanceof KvCacheEvent.Removed removed) {
+        KvRemoved.Builder r = KvRemoved.newBuilder();
+        for (long id : removed.blockIds()) {
+          r.addBlockHashes(id);
+        }
+        proto.setRemoved(r);
+      }
+      batch.addEvents(proto);
+    }
+    batchesInFlight.add(clients.workers.publishKvEvents(batch.build()).thenApply(ack -> {
+      if (ack.getGaps() > 0) {
+        throw new IllegalStateException("the router saw an event-id gap from " + unit.engine().workerId() + "/"
+            + unit.dpRank() + ": the simulated engine numbers its events without gaps");
+      }
+      return ack;
+    }));
+  }
+
+  @Override
+  public void reportLoads(Fleet fleet) {
+    flushKvEvents();
+    for (SimEngine engine : fleet.engines()) {
+      LoadReport.Builder report = LoadReport.newBuilder().setModel(model).setWorkerId(engine.workerId());
+      for (int r = 0; r < engine.ranks().size(); r++) {
+        var rank = engine.ranks().get(r);
+        report.addRanks(RankLoadReport.newBuilder()
+            .setDpRank(r)
+            .setActiveDecodeBlocks(rank.cache().activeBlocks())
+            .setActivePrefillTokens(rank.pendingPrefillTokens())
+            .setWaitingRequests(rank.waitingCount()));
+      }
+      outstanding.add(clients.workers.reportLoad(report.build()));
+    }
+  }
+
+  private void awaitOutstanding() {
+    awaitAll(batchesInFlight);
+    awaitAll(outstanding);
+  }
+
+  private static void awaitAll(List<CompletionStage<?>> calls) {
+    for (CompletionStage<?> call : calls) {
+      RouterClients.await(call);
+    }
+    calls.clear();
+  }
+
+  public long rejected() {
+    return rejected;
+  }
+
+  @Override
+  public void close() {
+    if (fleet == null) {
+      return;
+    }
+    flushKvEvents();
+    awaitOutstanding();
+    for (SimEngine engine : fleet.engines()) {
+      RouterClients.await(clients.workers.deregister(
+          WorkerKey.newBuilder().setModel(model).setWorkerId(engine.workerId()).build()));
+    }
+  }
+}

@@ -1,0 +1,77 @@
+package io.kvrouter.sim.driver;
+
+import java.util.Arrays;
+
+/** What one placement achieved on one workload run. Times are simulated microseconds. */
+public record RunResult(
+    String label,
+    long completed,
+    long rejected,
+    long promptTokens,
+    long cachedTokens,
+    long idealCachedTokens,
+    long outputTokens,
+    long[] ttftMicros,
+    long[] endToEndMicros,
+    long makespanMicros,
+    long[] busyMicrosPerUnit,
+    long[] servedPerUnit,
+    long wallMillis) {
+
+  public double hitRate() {
+    return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;
+  }
+
+  /** The same requests, in the same order, against one infinite cache. */
+  public double idealHitRate() {
+    return promptTokens == 0 ? 0 : (double) idealCachedTokens / promptTokens;
+  }
+
+  public double meanTtftMillis() {
+    return mean(ttftMicros) / 1000;
+  }
+
+  public double ttftMillis(double quantile) {
+    return percentile(ttftMicros, quantile) / 1000;
+  }
+
+  public double meanEndToEndMillis() {
+    return mean(endToEndMicros) / 1000;
+  }
+
+  public double endToEndMillis(double quantile) {
+    return percentile(endToEndMicros, quantile) / 1000;
+  }
+
+  /** Output tokens per simulated second, first arrival to last completion. */
+  public double outputTokensPerSecond() {
+    return makespanMicros == 0 ? 0 : outputTokens * 1e6 / makespanMicros;
+  }
+
+  /** Busiest unit's busy time over the mean: 1 is perfect balance. */
+  public double busyBalance() {
+    return maxOverMean(busyMicrosPerUnit);
+  }
+
+  public double servedBalance() {
+    return maxOverMean(servedPerUnit);
+  }
+
+  static double maxOverMean(long[] values) {
+    double mean = Arrays.stream(values).average().orElse(0);
+    return mean == 0 ? 0 : Arrays.stream(values).max().orElse(0) / mean;
+  }
+
+  private static double mean(long[] values) {
+    return Arrays.stream(values).average().orElse(0);
+  }
+
+  /** Nearest-rank percentile of a sorted array. */
+  private static double percentile(long[] sorted, double quantile) {
+    if (sorted.length == 0) {
+      return 0;
+    }
+    int rank = (int) Math.ceil(quantile * sorted.length);
+    return sorted[Math.max(0, Math.min(sorted.length - 1, rank - 1))];
+  }
+}
