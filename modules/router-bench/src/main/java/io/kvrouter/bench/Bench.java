@@ -16,7 +16,7 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
     description = "kvrouter benchmarks: each writes Markdown tables under the results directory.",
-    subcommands = {Bench.Advisory.class, Bench.Growth.class, Bench.Admission.class, Bench.Alloc.class,
+    subcommands = {Bench.Advisory.class, Bench.Growth.class, Bench.PickerLock.class, Bench.Admission.class,
         Bench.KvIndexCmd.class, Bench.All.class})
 public final class Bench implements Runnable {
   static final String RESULTS_PROPERTY = "kvrouter.bench.results";
@@ -84,7 +84,7 @@ public final class Bench implements Runnable {
   }
 
   @Command(name = "advisory", mixinStandardHelpOptions = true,
-      description = "Advisory Select: actor vs inline at 1/16/256 callers; locked vs lock-free pickers at 256.")
+      description = "Advisory Select: actor vs inline at 1/16/256 callers on 4 threads.")
   static final class Advisory extends Sub {
     @Override
     List<Path> execute(Path out, boolean quick) {
@@ -93,11 +93,20 @@ public final class Bench implements Runnable {
   }
 
   @Command(name = "growth", mixinStandardHelpOptions = true,
-      description = "Inline Select cost vs worker count and request length.")
+      description = "JMH: inline Select ns/op and bytes/op vs worker count and request length.")
   static final class Growth extends Sub {
     @Override
-    List<Path> execute(Path out, boolean quick) {
-      return GrowthBench.run(out, quick);
+    List<Path> execute(Path out, boolean quick) throws Exception {
+      return SelectBenchmark.run(out, quick);
+    }
+  }
+
+  @Command(name = "picker", mixinStandardHelpOptions = true,
+      description = "JMH: locked vs lock-free picker slots at 1 and 4 threads.")
+  static final class PickerLock extends Sub {
+    @Override
+    List<Path> execute(Path out, boolean quick) throws Exception {
+      return PickerLockBenchmark.run(out, quick);
     }
   }
 
@@ -110,20 +119,11 @@ public final class Bench implements Runnable {
     }
   }
 
-  @Command(name = "alloc", mixinStandardHelpOptions = true,
-      description = "JMH with -prof gc: bytes allocated per inline Select.")
-  static final class Alloc extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) throws Exception {
-      return AllocBench.run(out, quick);
-    }
-  }
-
   @Command(name = "kvindex", mixinStandardHelpOptions = true,
       description = "KV index: events/s, lookup latency with concurrent readers, heap per entry.")
   static final class KvIndexCmd extends Sub {
     @Override
-    List<Path> execute(Path out, boolean quick) {
+    List<Path> execute(Path out, boolean quick) throws Exception {
       return KvIndexBench.run(out, quick);
     }
   }
@@ -134,10 +134,10 @@ public final class Bench implements Runnable {
     List<Path> execute(Path out, boolean quick) throws Exception {
       List<Path> files = new ArrayList<>();
       files.addAll(AdvisoryBench.run(out, quick));
-      files.addAll(GrowthBench.run(out, quick));
       files.addAll(AdmissionBench.run(out, quick));
+      files.addAll(SelectBenchmark.run(out, quick));
+      files.addAll(PickerLockBenchmark.run(out, quick));
       files.addAll(KvIndexBench.run(out, quick));
-      files.addAll(AllocBench.run(out, quick));
       return files;
     }
   }

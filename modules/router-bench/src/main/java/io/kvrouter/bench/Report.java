@@ -117,7 +117,11 @@ final class Report {
     return String.format(Locale.ROOT, "%.0f", us);
   }
 
+  /** Nanoseconds; "–" for NaN (not measured). */
   static String ns(double nanos) {
+    if (Double.isNaN(nanos)) {
+      return "–";
+    }
     return nanos < 100 ? String.format(Locale.ROOT, "%.1f", nanos) : String.format(Locale.ROOT, "%,.0f", nanos);
   }
 

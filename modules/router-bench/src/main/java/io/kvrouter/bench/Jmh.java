@@ -1,0 +1,90 @@
+package io.kvrouter.bench;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.openjdk.jmh.results.Result;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.RunnerException;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.Options;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+import org.openjdk.jmh.runner.options.TimeValue;
+import org.openjdk.jmh.runner.options.VerboseMode;
+
+/** The JMH benchmarks of this module run through JMH's Runner API with one set of settings, and their results. */
+final class Jmh {
+  static final String BENCHMARK_LIST = "META-INF/BenchmarkList";
+
+  private final boolean quick;
+
+  Jmh(boolean quick) {
+    this.quick = quick;
+  }
+
+  int forks() {
+    return quick ? 0 : 1;
+  }
+
+  int warmups() {
+    return quick ? 1 : 3;
+  }
+
+  int iterations() {
+    return quick ? 1 : 4;
+  }
+
+  TimeValue time() {
+    return quick ? TimeValue.milliseconds(100) : TimeValue.milliseconds(500);
+  }
+
+  /** The settings shared by every run; {@code --quick} runs in this JVM with tiny iterations. */
+  ChainedOptionsBuilder options(String include) {
+    return new OptionsBuilder()
+        .include(include)
+        .forks(forks())
+        .warmupIterations(warmups())
+        .warmupTime(time())
+        .measurementIterations(iterations())
+        .measurementTime(time())
+        .jvmArgsAppend("-Djava.util.concurrent.ForkJoinPool.common.parallelism=4", "-Xmx2g")
+        .shouldFailOnError(true)
+        .verbosity(VerboseMode.SILENT);
+  }
+
+  /** For the results files: how JMH ran. */
+  String describe() {
+    return String.format(Locale.ROOT, "JMH %s through the Runner API: %s, %d × %s warm-up and %d × %s measurement "
+            + "iterations per configuration", "1.37", quick ? "in this JVM" : forks() + " fork per configuration",
+        warmups(), time(), iterations(), time());
+  }
+
+  List<RunResult> run(Options options) throws RunnerException {
+    if (Jmh.class.getClassLoader().getResource(BENCHMARK_LIST) == null) {
+      throw new IllegalStateException(BENCHMARK_LIST + " is missing: the JMH annotation processor did not run "
+          + "(jmh-generator-annprocess must be on the compile classpath)");
+    }
+    return new ArrayList<>(new Runner(options).run());
+  }
+
+  static String param(RunResult r, String name) {
+    return r.getParams().getParam(name);
+  }
+
+  /** The result of one method of a {@code @Group} benchmark, or a profiler's result, by the end of its label. */
+  static Result<?> secondary(RunResult r, String suffix) {
+    for (var e : r.getSecondaryResults().entrySet()) {
+      if (e.getKey().endsWith(suffix)) {
+        return e.getValue();
+      }
+    }
+    return null;
+  }
+
+  /** Bytes allocated per operation, from {@code -prof gc}. */
+  static double bytesPerOp(RunResult r) {
+    Result<?> norm = secondary(r, "gc.alloc.rate.norm");
+    return norm == null ? Double.NaN : norm.getScore();
+  }
+}

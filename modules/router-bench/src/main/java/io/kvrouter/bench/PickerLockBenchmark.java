@@ -1,0 +1,102 @@
+package io.kvrouter.bench;
+
+import io.kvrouter.core.policy.PickerSlot;
+import io.kvrouter.core.policy.PickerState;
+import io.kvrouter.core.policy.Pickers;
+import io.kvrouter.core.policy.Policy;
+import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionResult;
+import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.core.selection.Selector;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.runner.RunnerException;
+
+/**
+ * JMH: inline Selects from one view shared by every benchmark thread, whose picker slot holds a locked picker (the
+ * stateful shape: a plain counter under the slot's lock) or the lock-free built-in, per policy, at 1 and 4 threads.
+ * {@link #run} writes {@code picker.md}.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+public class PickerLockBenchmark {
+  static final int KV_BLOCKS = 64;
+  static final int[] THREADS = {1, 4};
+
+  @Param({"least_in_flight", "kv", "round_robin"})
+  public String policy;
+
+  @Param({"locked", "lock-free"})
+  public String slot;
+
+  private SelectionView view;
+  private SelectionRequest request;
+
+  @Setup
+  public void setUp() {
+    long[] hashes = Fixtures.chain(new SplittableRandom(42), KV_BLOCKS);
+    request = Fixtures.request(hashes, "lock-bench");
+    Policy kind = Policy.fromWireName(policy);
+    PickerState start = new PickerState(7, 0);
+    view = Fixtures.kvState(4, policy, hashes, 2, 11).view().withPicker(new PickerSlot(
+        slot.equals("locked") ? Pickers.createLocked(kind, start) : Pickers.create(kind, start)));
+    if (view.picker().lockFree() != slot.equals("lock-free")) {
+      throw new IllegalStateException("the picker slot is not " + slot);
+    }
+  }
+
+  @Benchmark
+  public SelectionResult select() {
+    return Selector.select(view, request, Candidates.forCurrentThread(), Fixtures.CLOCK);
+  }
+
+  static List<Path> run(Path out, boolean quick) throws RunnerException {
+    Jmh jmh = new Jmh(quick);
+    Report report = new Report("Locked vs lock-free picker slots (JMH)");
+    report.paragraph(String.format("`PickerLockBenchmark`: inline `Selector.select` from one view (4 workers, KV "
+        + "index populated, requests of %d blocks) shared by every JMH thread, whose `PickerSlot` holds "
+        + "`Pickers.createLocked` (plain counter, picks under the slot's lock) or `Pickers.create` (the lock-free "
+        + "built-in: pick numbers claimed per thread in chunks, round-robin one atomic increment per pick). %s. "
+        + "ns/op is JMH's average time per call on each thread; calls/s = threads × 10⁹ / ns/op.",
+        KV_BLOCKS, jmh.describe()));
+    Report.Table table = new Report.Table("policy", "threads", "locked ns/op", "lock-free ns/op",
+        "calls/s locked → lock-free", "lock-free / locked");
+    for (int threads : quick ? new int[] {THREADS[THREADS.length - 1]} : THREADS) {
+      List<RunResult> results = jmh.run(jmh.options(PickerLockBenchmark.class.getName() + ".select$")
+          .threads(threads).build());
+      for (String policy : new String[] {"least_in_flight", "kv", "round_robin"}) {
+        double locked = score(results, policy, "locked");
+        double lockFree = score(results, policy, "lock-free");
+        Progress.line("picker", "%-15s %d threads: locked %s ns/op, lock-free %s ns/op", policy, threads,
+            Report.ns(locked), Report.ns(lockFree));
+        table.row(policy, threads, Report.ns(locked), Report.ns(lockFree),
+            Report.rate(threads * 1e9 / locked) + " → " + Report.rate(threads * 1e9 / lockFree),
+            Report.ratio(locked / lockFree));
+      }
+    }
+    report.table(table);
+    return List.of(report.write(out, "picker.md"));
+  }
+
+  private static double score(List<RunResult> results, String policy, String slot) {
+    for (RunResult r : results) {
+      if (Jmh.param(r, "policy").equals(policy) && Jmh.param(r, "slot").equals(slot)) {
+        return r.getPrimaryResult().getScore();
+      }
+    }
+    throw new IllegalStateException("no JMH result for " + policy + " / " + slot);
+  }
+}
