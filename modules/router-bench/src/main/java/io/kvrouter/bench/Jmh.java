@@ -3,6 +3,7 @@ package io.kvrouter.bench;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
@@ -82,9 +83,59 @@ final class Jmh {
     return null;
   }
 
+  /**
+   * One Markdown row per result, or per method of a {@code @Group} benchmark when {@code groupMethods} names them:
+   * the method, JMH threads, every parameter, the score with its error, the p50 / p99 / p99.9 of a sample-time run
+   * and the bytes per operation when {@code -prof gc} ran.
+   */
+  static Report.Table table(List<RunResult> results, String... groupMethods) {
+    RunResult first = results.get(0);
+    List<String> params = new ArrayList<>(first.getParams().getParamsKeys());
+    boolean sampled = first.getParams().getMode() == Mode.SampleTime;
+    boolean gc = secondary(first, GC_NORM) != null;
+    List<String> header = new ArrayList<>(List.of("benchmark", "threads"));
+    header.addAll(params);
+    header.add("score (" + first.getPrimaryResult().getScoreUnit() + ")");
+    if (sampled) {
+      header.addAll(List.of("p50", "p99", "p99.9"));
+    }
+    if (gc) {
+      header.add("bytes/op");
+    }
+    Report.Table table = new Report.Table(header.toArray(String[]::new));
+    for (RunResult r : results) {
+      String benchmark = r.getParams().getBenchmark();
+      String name = benchmark.substring(benchmark.lastIndexOf('.') + 1);
+      List<String> methods = groupMethods.length == 0 ? List.of(name) : List.of(groupMethods);
+      for (String method : methods) {
+        Result<?> result = groupMethods.length == 0 ? r.getPrimaryResult() : secondary(r, method);
+        if (result == null) {
+          continue;
+        }
+        List<Object> row = new ArrayList<>(List.of(groupMethods.length == 0 ? name : name + ":" + method,
+            r.getParams().getThreads()));
+        params.forEach(p -> row.add(param(r, p)));
+        row.add(String.format(Locale.ROOT, "%s ± %s", Report.ns(result.getScore()),
+            Report.ns(result.getScoreError())));
+        if (sampled) {
+          for (double percentile : new double[] {50, 99, 99.9}) {
+            row.add(Report.ns(result.getStatistics().getPercentile(percentile)));
+          }
+        }
+        if (gc) {
+          row.add(String.format(Locale.ROOT, "%.0f", bytesPerOp(r)));
+        }
+        table.row(row.toArray());
+      }
+    }
+    return table;
+  }
+
+  private static final String GC_NORM = "gc.alloc.rate.norm";
+
   /** Bytes allocated per operation, from {@code -prof gc}. */
   static double bytesPerOp(RunResult r) {
-    Result<?> norm = secondary(r, "gc.alloc.rate.norm");
+    Result<?> norm = secondary(r, GC_NORM);
     return norm == null ? Double.NaN : norm.getScore();
   }
 }

@@ -10,6 +10,7 @@ import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -34,7 +35,6 @@ import org.openjdk.jmh.runner.RunnerException;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class PickerLockBenchmark {
   static final int KV_BLOCKS = 64;
-  static final int[] THREADS = {1, 4};
 
   @Param({"least_in_flight", "kv", "round_robin"})
   public String policy;
@@ -69,34 +69,15 @@ public class PickerLockBenchmark {
     report.paragraph(String.format("`PickerLockBenchmark`: inline `Selector.select` from one view (4 workers, KV "
         + "index populated, requests of %d blocks) shared by every JMH thread, whose `PickerSlot` holds "
         + "`Pickers.createLocked` (plain counter, picks under the slot's lock) or `Pickers.create` (the lock-free "
-        + "built-in: pick numbers claimed per thread in chunks, round-robin one atomic increment per pick). %s. "
-        + "ns/op is JMH's average time per call on each thread; calls/s = threads × 10⁹ / ns/op.",
+        + "built-in: pick numbers claimed per thread in chunks; round-robin: one atomic increment per pick). %s. "
+        + "The score is JMH's average time per call on each thread: calls/s = threads × 10⁹ / score.",
         KV_BLOCKS, jmh.describe()));
-    Report.Table table = new Report.Table("policy", "threads", "locked ns/op", "lock-free ns/op",
-        "calls/s locked → lock-free", "lock-free / locked");
-    for (int threads : quick ? new int[] {THREADS[THREADS.length - 1]} : THREADS) {
-      List<RunResult> results = jmh.run(jmh.options(PickerLockBenchmark.class.getName() + ".select$")
-          .threads(threads).build());
-      for (String policy : new String[] {"least_in_flight", "kv", "round_robin"}) {
-        double locked = score(results, policy, "locked");
-        double lockFree = score(results, policy, "lock-free");
-        Progress.line("picker", "%-15s %d threads: locked %s ns/op, lock-free %s ns/op", policy, threads,
-            Report.ns(locked), Report.ns(lockFree));
-        table.row(policy, threads, Report.ns(locked), Report.ns(lockFree),
-            Report.rate(threads * 1e9 / locked) + " → " + Report.rate(threads * 1e9 / lockFree),
-            Report.ratio(locked / lockFree));
-      }
+    List<RunResult> results = new ArrayList<>();
+    for (int threads : quick ? new int[] {4} : new int[] {1, 4}) {
+      results.addAll(jmh.run(jmh.options(PickerLockBenchmark.class.getName() + ".select$").threads(threads)
+          .build()));
     }
-    report.table(table);
+    report.table(Jmh.table(results));
     return List.of(report.write(out, "picker.md"));
-  }
-
-  private static double score(List<RunResult> results, String policy, String slot) {
-    for (RunResult r : results) {
-      if (Jmh.param(r, "policy").equals(policy) && Jmh.param(r, "slot").equals(slot)) {
-        return r.getPrimaryResult().getScore();
-      }
-    }
-    throw new IllegalStateException("no JMH result for " + policy + " / " + slot);
   }
 }

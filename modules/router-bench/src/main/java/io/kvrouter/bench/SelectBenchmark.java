@@ -7,10 +7,7 @@ import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -22,7 +19,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.profile.GCProfiler;
-import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.RunnerException;
 
 /**
@@ -76,70 +72,29 @@ public class SelectBenchmark {
     return lookup.deviceOverlap(0);
   }
 
-  /** One table row: a Select's figures and, for kv, the two lookups' ns/op (NaN otherwise). */
-  private record Row(String policy, int workers, int blocks, double selectNs, double bytes, double lookupNs,
-      double unmatchedNs) {}
-
   static List<Path> run(Path out, boolean quick) throws RunnerException {
     Jmh jmh = new Jmh(quick);
-    String[] workerCounts = quick ? new String[] {"4", "64"} : new String[] {"4", "64", "1024"};
-    String[] blockCounts = quick ? new String[] {"1", "64"} : new String[] {"1", "64", "1024"};
-    List<Row> byWorkers = measure(jmh, new String[] {"least_in_flight", "kv"}, workerCounts, new String[] {"64"});
-    List<Row> byBlocks = measure(jmh, new String[] {"kv"}, new String[] {"64"}, blockCounts);
+    String select = SelectBenchmark.class.getName() + ".select$";
+    String lookups = SelectBenchmark.class.getName() + ".*Lookup$";
+    String[] workers = quick ? new String[] {"4", "64"} : new String[] {"4", "64", "1024"};
+    String[] blocks = quick ? new String[] {"1", "64"} : new String[] {"1", "64", "1024"};
     Report report = new Report("Inline Select cost vs workers and request length (JMH)");
     report.paragraph("`SelectBenchmark`: one thread calls `Selector.select` on a view built by `AdmissionState` "
         + "over a `ModelKvIndex` fed with Stored events: worker w holds a prefix of the request spread over "
-        + "0–100 % of it, plus 2 chains of its own. " + jmh.describe() + "; ns/op is JMH's average time, "
-        + "bytes/op is `gc.alloc.rate.norm` (`-prof gc`). \"KV lookup\" is `overlaps(view, hashes, candidates)` "
-        + "alone; \"unmatched lookup\" is the same call for a request nobody holds (the fixed cost per candidate).");
-    report.heading("By worker count (requests of 64 blocks)");
-    report.table(table(byWorkers, "workers", Row::workers));
-    report.heading("kv by request length (64 workers)");
-    report.table(table(byBlocks, "blocks", Row::blocks));
+        + "0–100 % of it, plus 2 chains of its own. " + jmh.describe() + "; the score is JMH's average time, "
+        + "bytes/op is `gc.alloc.rate.norm` (`-prof gc`). `kvLookup` is `overlaps(view, hashes, candidates)` "
+        + "alone; `unmatchedLookup` is the same call for a request nobody holds (the fixed cost per candidate).");
+    report.heading("Select by worker count (requests of 64 blocks)");
+    report.table(Jmh.table(jmh.run(jmh.options(select).param("workers", workers).param("blocks", "64")
+        .addProfiler(GCProfiler.class).build())));
+    report.heading("kv Select by request length (64 workers)");
+    report.table(Jmh.table(jmh.run(jmh.options(select).param("policy", "kv").param("workers", "64")
+        .param("blocks", blocks).addProfiler(GCProfiler.class).build())));
+    report.heading("KV lookup alone by worker count (64 blocks) and by request length (64 workers)");
+    report.table(Jmh.table(jmh.run(jmh.options(lookups).param("policy", "kv").param("workers", workers)
+        .param("blocks", "64").build())));
+    report.table(Jmh.table(jmh.run(jmh.options(lookups).param("policy", "kv").param("workers", "64")
+        .param("blocks", blocks).build())));
     return List.of(report.write(out, "growth.md"));
-  }
-
-  private static List<Row> measure(Jmh jmh, String[] policies, String[] workerCounts, String[] blockCounts)
-      throws RunnerException {
-    String name = SelectBenchmark.class.getName();
-    List<RunResult> selects = jmh.run(jmh.options(name + ".select$").param("policy", policies)
-        .param("workers", workerCounts).param("blocks", blockCounts).addProfiler(GCProfiler.class).build());
-    List<RunResult> lookups = jmh.run(jmh.options(name + ".*Lookup$").param("policy", "kv")
-        .param("workers", workerCounts).param("blocks", blockCounts).build());
-    List<Row> rows = new ArrayList<>();
-    for (RunResult r : selects) {
-      String policy = Jmh.param(r, "policy");
-      int workers = Integer.parseInt(Jmh.param(r, "workers"));
-      int blocks = Integer.parseInt(Jmh.param(r, "blocks"));
-      double lookup = Double.NaN;
-      double unmatched = Double.NaN;
-      for (RunResult l : lookups) {
-        if (policy.equals("kv") && Jmh.param(l, "workers").equals(String.valueOf(workers))
-            && Jmh.param(l, "blocks").equals(String.valueOf(blocks))) {
-          boolean matched = l.getParams().getBenchmark().endsWith(".kvLookup");
-          lookup = matched ? l.getPrimaryResult().getScore() : lookup;
-          unmatched = matched ? unmatched : l.getPrimaryResult().getScore();
-        }
-      }
-      Row row = new Row(policy, workers, blocks, r.getPrimaryResult().getScore(), Jmh.bytesPerOp(r), lookup,
-          unmatched);
-      Progress.line("growth", "%-15s %5d workers %5d blocks: %s ns/op, %.0f bytes/op, KV lookup %s ns", policy,
-          workers, blocks, Report.ns(row.selectNs()), row.bytes(), Report.ns(row.lookupNs()));
-      rows.add(row);
-    }
-    rows.sort(Comparator.comparing(Row::policy, Comparator.reverseOrder()).thenComparingInt(Row::workers)
-        .thenComparingInt(Row::blocks));
-    return rows;
-  }
-
-  private static Report.Table table(List<Row> rows, String per, java.util.function.ToIntFunction<Row> divisor) {
-    Report.Table t = new Report.Table("policy", "workers", "blocks", "Select ns/op", "bytes/op",
-        "ns per " + per.substring(0, per.length() - 1), "KV lookup ns/op", "unmatched lookup ns/op");
-    for (Row r : rows) {
-      t.row(r.policy(), r.workers(), r.blocks(), Report.ns(r.selectNs()),
-          String.format(Locale.ROOT, "%.0f", r.bytes()), Report.ns(r.selectNs() / divisor.applyAsInt(r)),
-          Report.ns(r.lookupNs()), Report.ns(r.unmatchedNs()));
-    }
-    return t;
   }
 }

@@ -31,15 +31,15 @@ class BenchSmokeTest {
         .contains("| callers | Books/s (book only) | Book p50 / p99 (µs) | trivial sharded asks/s |")
         .contains("/system/sharding/ModelAdmission/");
     assertThat(read(out, "growth.md"))
-        .contains("| policy | workers | blocks | Select ns/op | bytes/op | ns per worker |")
-        .contains("| policy | workers | blocks | Select ns/op | bytes/op | ns per block |")
-        .contains("| least_in_flight | 4 | 64 |", "| kv | 64 | 1 |");
+        .contains("| benchmark | threads | blocks | policy | workers | score (ns/op) | bytes/op |")
+        .contains("| select | 1 | 64 | least_in_flight | 4 |", "| select | 1 | 1 | kv | 64 |",
+            "| kvLookup | 1 | 64 | kv | 64 |", "| unmatchedLookup | 1 | 64 | kv | 4 |");
     assertThat(read(out, "picker.md"))
-        .contains("| policy | threads | locked ns/op | lock-free ns/op |")
-        .contains("| least_in_flight | 4 |", "| kv | 4 |", "| round_robin | 4 |");
+        .contains("| benchmark | threads | policy | slot | score (ns/op) |")
+        .contains("| select | 4 | least_in_flight | locked |", "| select | 4 | round_robin | lock-free |");
     assertThat(read(out, "kvindex.md"))
-        .contains("| scenario | events/s | lookups/s | lookup p50 (µs) | p99 (µs) |")
-        .contains("| 3 readers + writer |")
+        .contains("| benchmark | threads | events | score (ns/op) | p50 | p99 | p99.9 |")
+        .contains("| writeAlone | 1 |", "| lookupAlone | 1 |", "| concurrent:lookup | 4 |", "| concurrent:write | 2 |")
         .contains("| (block, rank) entries | blocks (nodes) |");
   }
 
