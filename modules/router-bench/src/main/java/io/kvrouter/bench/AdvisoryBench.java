@@ -66,7 +66,7 @@ final class AdvisoryBench {
     Settings s = Settings.defaults(quick);
     List<Row> rows = new ArrayList<>();
     ExecutorService pool = Fixtures.pool("caller", s.threads());
-    AbstractHistogram[] latency = Latency.histograms(maxOf(s.callers()));
+    AbstractHistogram[] latency = Callers.histograms(maxOf(s.callers()));
     try (BenchCluster cluster = BenchCluster.start("bench-advisory", false)) {
       SchedulerQueue queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
       SelectionRequest request = SelectionRequest.of(Fixtures.MODEL, "advisory", 512);
@@ -169,19 +169,6 @@ final class AdvisoryBench {
       }
     }
     report.table(targets);
-    List<Path> files = new ArrayList<>();
-    files.add(report.write(out, "advisory.md"));
-    List<String> groups = new ArrayList<>();
-    double[] actor = new double[rows.size()];
-    double[] inline = new double[rows.size()];
-    for (int k = 0; k < rows.size(); k++) {
-      groups.add(rows.get(k).callers() + (rows.get(k).callers() == 1 ? " caller" : " callers"));
-      actor[k] = rows.get(k).actorMedian().callsPerSecond();
-      inline[k] = rows.get(k).inlineMedian().callsPerSecond();
-    }
-    files.add(Svg.groupedBars(out.resolve("advisory.svg"), "Advisory Select: calls/s, actor vs inline",
-        "calls/s", groups, List.of(new Svg.Series("actor (ask)", "#d95f02", actor),
-            new Svg.Series("inline", "#1b9e77", inline))));
-    return files;
+    return List.of(report.write(out, "advisory.md"));
   }
 }

@@ -10,6 +10,8 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.HdrHistogram.AbstractHistogram;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.IntCountsHistogram;
 
 /**
  * Concurrent callers run as tasks on a fixed pool: what JMH cannot express (its threads are the callers, here 256
@@ -57,6 +59,21 @@ final class Callers {
     double p99() {
       return latency.getValueAtPercentile(99);
     }
+  }
+
+  private static final long MAX_NANOS = 30_000_000_000L;
+
+  /** One latency histogram per caller (ns, 1 ns … 30 s, 3 significant digits), reused run after run. */
+  static AbstractHistogram[] histograms(int callers) {
+    AbstractHistogram[] out = new AbstractHistogram[callers];
+    for (int i = 0; i < callers; i++) {
+      out[i] = new IntCountsHistogram(1, MAX_NANOS, 3);
+    }
+    return out;
+  }
+
+  private static void record(AbstractHistogram h, long nanos) {
+    h.recordValue(Math.max(1, Math.min(MAX_NANOS, nanos)));
   }
 
   /** The run with the median calls/s (the upper median for an even count). */
@@ -174,7 +191,13 @@ final class Callers {
       }
       long wall = System.nanoTime() - start;
       long cpu = OS.getProcessCpuTime() - cpuStart;
-      AbstractHistogram merged = latency == null ? null : Latency.merge(latency, callers);
+      AbstractHistogram merged = null;
+      if (latency != null) {
+        merged = new Histogram(1, MAX_NANOS, 3);
+        for (int i = 0; i < callers; i++) {
+          merged.add(latency[i]);
+        }
+      }
       return new Result(callers, completed.get(), wall, cpu, merged, failures.get());
     }
   }
@@ -208,7 +231,7 @@ final class Callers {
           long t0 = h == null ? 0 : System.nanoTime();
           Object result = op.call(caller);
           if (h != null) {
-            Latency.record(h, System.nanoTime() - t0);
+            record(h, System.nanoTime() - t0);
           }
           if (result == null) {
             run.failures.incrementAndGet();
@@ -271,7 +294,7 @@ final class Callers {
       // an ask costs microseconds: one clock read per call is within noise here
       long t1 = System.nanoTime();
       if (latency != null) {
-        Latency.record(latency, t1 - t0);
+        record(latency, t1 - t0);
       }
       run.completed.incrementAndGet();
       if (failure != null) {

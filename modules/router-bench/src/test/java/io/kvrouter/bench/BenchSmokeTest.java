@@ -25,7 +25,6 @@ class BenchSmokeTest {
         .contains("| callers | actor p50 / p99 (µs) | inline p50 / p99 (µs) | calls/s actor → inline | "
             + "inline / actor | worst round |")
         .contains("| 1 |", "| 16 |", "| 256 |");
-    assertThat(read(out, "advisory.svg")).startsWith("<svg").contains("actor (ask)", "inline").endsWith("</svg>\n");
     assertThat(read(out, "admission.md"))
         .contains("| callers | books/s (book+release) |")
         .contains("| callers | Books/s (book only) | Book p50 / p99 (µs) | trivial sharded asks/s |")
