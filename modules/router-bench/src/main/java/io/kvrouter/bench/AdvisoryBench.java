@@ -16,15 +16,15 @@ import org.HdrHistogram.AbstractHistogram;
  */
 final class AdvisoryBench {
   /**
-   * {@code selections}: calls per timed pass (the PR's 20,000); {@code windowMillis}: length of an untimed pass,
-   * bounded by {@code maxCalls}.
+   * {@code selections}: calls per timed pass (the PR's 20,000); an untimed pass is {@code slices} slices of
+   * {@code sliceMillis} per path, alternating, each bounded by {@code maxCalls}.
    */
-  record Settings(int workers, int threads, int selections, long windowMillis, long maxCalls, int warmupRounds,
-      int rounds, int[] callers, long capMillis) {
+  record Settings(int workers, int threads, int selections, int slices, long sliceMillis, long maxCalls,
+      int warmupRounds, int rounds, int[] callers, long capMillis) {
     static Settings defaults(boolean quick) {
       return quick
-          ? new Settings(4, 4, 2_000, 20, 1_000_000, 1, 1, new int[] {1, 16, 256}, 20_000)
-          : new Settings(4, 4, 20_000, 250, 50_000_000, 5, 7, new int[] {1, 16, 256}, 60_000);
+          ? new Settings(4, 4, 2_000, 1, 20, 1_000_000, 1, 1, new int[] {1, 16, 256}, 20_000)
+          : new Settings(4, 4, 20_000, 5, 50, 10_000_000, 5, 7, new int[] {1, 16, 256}, 60_000);
     }
   }
 
@@ -46,7 +46,7 @@ final class AdvisoryBench {
       return inlineMedian().callsPerSecond() / actorMedian().callsPerSecond();
     }
 
-    /** The lowest inline / actor ratio of two passes that ran back to back. */
+    /** The lowest inline / actor ratio of one round's untimed passes. */
     double worstRoundRatio() {
       double worst = Double.MAX_VALUE;
       for (int r = 0; r < inlineUntimed.size(); r++) {
@@ -77,8 +77,8 @@ final class AdvisoryBench {
         for (int callers : s.callers()) {
           Callers.runChained(pool, callers, s.selections(), latency, s.capMillis(), actor);
           Callers.runSync(pool, callers, s.selections(), latency, s.capMillis(), inline);
-          Callers.runChainedFor(pool, callers, s.windowMillis(), s.maxCalls(), actor);
-          Callers.runSyncFor(pool, callers, s.selections(), s.windowMillis(), s.maxCalls(), inline);
+          Callers.runChainedFor(pool, callers, s.sliceMillis(), s.maxCalls(), actor);
+          Callers.runSyncFor(pool, callers, s.selections(), s.sliceMillis(), s.maxCalls(), inline);
         }
       }
       for (int callers : s.callers()) {
@@ -89,9 +89,18 @@ final class AdvisoryBench {
         for (int round = 0; round < s.rounds(); round++) {
           actorRuns.add(check(Callers.runChained(pool, callers, s.selections(), latency, s.capMillis(), actor)));
           inlineRuns.add(check(Callers.runSync(pool, callers, s.selections(), latency, s.capMillis(), inline)));
-          actorUntimed.add(check(Callers.runChainedFor(pool, callers, s.windowMillis(), s.maxCalls(), actor)));
-          inlineUntimed.add(check(
-              Callers.runSyncFor(pool, callers, s.selections(), s.windowMillis(), s.maxCalls(), inline)));
+          // slices of the two paths alternate, so both see the same share of a machine whose load drifts
+          Callers.Result a = null;
+          Callers.Result i = null;
+          for (int slice = 0; slice < s.slices(); slice++) {
+            Callers.Result as = check(Callers.runChainedFor(pool, callers, s.sliceMillis(), s.maxCalls(), actor));
+            Callers.Result is = check(
+                Callers.runSyncFor(pool, callers, s.selections(), s.sliceMillis(), s.maxCalls(), inline));
+            a = a == null ? as : a.plus(as);
+            i = i == null ? is : i.plus(is);
+          }
+          actorUntimed.add(a);
+          inlineUntimed.add(i);
         }
         Row row = new Row(callers, Callers.median(actorRuns), Callers.median(inlineRuns), actorUntimed,
             inlineUntimed);
@@ -132,14 +141,16 @@ final class AdvisoryBench {
             + "caller makes its share of %,d calls per turn, then queues its next turn behind the other callers; an "
             + "actor caller chains each ask from the previous completion, back on the pool through an explicit "
             + "executor. Each round runs every path twice: a timed pass of %,d selections (the clock read around "
-            + "every call, into an HdrHistogram: the latency columns) and an untimed pass of %d ms (no clock read "
-            + "per call: calls/s = calls over wall time; a clock read costs a fifth of an inline Select here). "
+            + "every call, into an HdrHistogram: the latency columns) and an untimed pass of %d slices of %d ms, "
+            + "the two paths' slices alternating (no clock read per call: calls/s = calls over wall time; a clock "
+            + "read costs a fifth of an inline Select here). "
             + "calls/s is the median untimed round, with the range over all rounds; \"worst round\" is the lowest "
-            + "inline / actor ratio of two untimed passes that ran back to back. CPU ns per call and CPUs busy are "
+            + "inline / actor ratio of the untimed passes of one round. CPU ns per call and CPUs busy are "
             + "the whole process's CPU time (every thread: callers, actor, GC, JIT) over the calls and over the "
             + "wall time of the median untimed round. Real one-node cluster on loopback; the actor path's asks go "
             + "straight to the local admission actor, as the router's do.",
-        s.workers(), s.warmupRounds(), s.rounds(), s.threads(), s.selections(), s.selections(), s.windowMillis()));
+        s.workers(), s.warmupRounds(), s.rounds(), s.threads(), s.selections(), s.selections(), s.slices(),
+        s.sliceMillis()));
     Report.Table table = new Report.Table("callers", "actor p50 / p99 (µs)", "inline p50 / p99 (µs)",
         "calls/s actor → inline", "inline / actor", "worst round", "calls/s range actor; inline",
         "CPU ns per call actor; inline", "CPUs busy actor; inline", "timed pass: calls/s actor → inline, ratio");
