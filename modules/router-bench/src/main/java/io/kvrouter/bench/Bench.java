@@ -34,6 +34,7 @@ public final class Bench implements Runnable {
 
   /** Runs the command line in this JVM and returns its exit code (the tests call this). */
   public static int run(String... args) {
+    Report.command = "bin/bench " + String.join(" ", args);
     return new CommandLine(new Bench())
         .addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench())
         .execute(args);
@@ -102,7 +103,7 @@ public final class Bench implements Runnable {
   }
 
   @Command(name = "picker", mixinStandardHelpOptions = true,
-      description = "JMH: locked vs lock-free picker slots at 1 and 4 threads.")
+      description = "JMH: locked vs lock-free picker slots at 1, 2 and 4 threads.")
   static final class PickerLock extends Sub {
     @Override
     List<Path> execute(Path out, boolean quick) throws Exception {

@@ -66,6 +66,7 @@ final class Jmh {
       throw new IllegalStateException(BENCHMARK_LIST + " is missing: the JMH annotation processor did not run "
           + "(jmh-generator-annprocess must be on the compile classpath)");
     }
+    Progress.line("jmh", "running %s (threads %s)", options.getIncludes(), options.getThreads().orElse(1));
     return new ArrayList<>(new Runner(options).run());
   }
 

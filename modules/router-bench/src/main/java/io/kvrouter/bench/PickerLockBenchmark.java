@@ -27,7 +27,7 @@ import org.openjdk.jmh.runner.RunnerException;
 
 /**
  * JMH: inline Selects from one view shared by every benchmark thread, whose picker slot holds a locked picker (the
- * stateful shape: a plain counter under the slot's lock) or the lock-free built-in, per policy, at 1 and 4 threads.
+ * stateful shape: a plain counter under the slot's lock) or the lock-free built-in, per policy, at 1, 2 and 4 threads.
  * {@link #run} writes {@code picker.md}.
  */
 @State(Scope.Benchmark)
@@ -73,7 +73,7 @@ public class PickerLockBenchmark {
         + "The score is JMH's average time per call on each thread: calls/s = threads × 10⁹ / score.",
         KV_BLOCKS, jmh.describe()));
     List<RunResult> results = new ArrayList<>();
-    for (int threads : quick ? new int[] {4} : new int[] {1, 4}) {
+    for (int threads : quick ? new int[] {4} : new int[] {1, 2, 4}) {
       results.addAll(jmh.run(jmh.options(PickerLockBenchmark.class.getName() + ".select$").threads(threads)
           .build()));
     }
