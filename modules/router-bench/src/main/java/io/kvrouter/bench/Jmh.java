@@ -66,7 +66,8 @@ final class Jmh {
       throw new IllegalStateException(BENCHMARK_LIST + " is missing: the JMH annotation processor did not run "
           + "(jmh-generator-annprocess must be on the compile classpath)");
     }
-    Progress.line("jmh", "running %s (threads %s)", options.getIncludes(), options.getThreads().orElse(1));
+    Progress.line("jmh", "running %s (threads %s)", options.getIncludes(), options.getThreadGroups()
+        .map(java.util.Arrays::toString).orElse(String.valueOf(options.getThreads().orElse(1))));
     return new ArrayList<>(new Runner(options).run());
   }
 
