@@ -1,6 +1,7 @@
 package io.kvrouter.bench;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import org.openjdk.jmh.annotations.Mode;
@@ -66,8 +67,9 @@ final class Jmh {
       throw new IllegalStateException(BENCHMARK_LIST + " is missing: the JMH annotation processor did not run "
           + "(jmh-generator-annprocess must be on the compile classpath)");
     }
-    Progress.line("jmh", "running %s (threads %s)", options.getIncludes(), options.getThreadGroups()
-        .map(java.util.Arrays::toString).orElse(String.valueOf(options.getThreads().orElse(1))));
+    String threads = options.getThreadGroups().hasValue() ? Arrays.toString(options.getThreadGroups().get())
+        : String.valueOf(options.getThreads().orElse(1));
+    Progress.line("jmh", "running %s (threads %s)", options.getIncludes(), threads);
     return new ArrayList<>(new Runner(options).run());
   }
 
