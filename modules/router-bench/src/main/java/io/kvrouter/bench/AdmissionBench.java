@@ -52,7 +52,7 @@ final class AdmissionBench {
     List<Row> rows = new ArrayList<>();
     List<String> owners;
     ExecutorService pool = Fixtures.pool("caller", s.threads());
-    AbstractHistogram[] latency = Latency.histograms(256);
+    AbstractHistogram[] latency = Callers.histograms(256);
     CountingMailbox.forgetAll();
     try (BenchCluster cluster = BenchCluster.start("bench-admission", true)) {
       ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");

@@ -2,7 +2,6 @@ package io.kvrouter.bench;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -15,11 +14,31 @@ import picocli.CommandLine.Option;
  * Markdown under the results directory and prints progress lines on stderr.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-    description = "kvrouter benchmarks: each writes Markdown tables under the results directory.",
-    subcommands = {Bench.Advisory.class, Bench.Growth.class, Bench.Admission.class, Bench.Alloc.class,
-        Bench.KvIndexCmd.class, Bench.All.class})
+    description = "kvrouter benchmarks: each writes Markdown tables under the results directory.")
 public final class Bench implements Runnable {
   static final String RESULTS_PROPERTY = "kvrouter.bench.results";
+
+  /** Runs one benchmark and returns the files it wrote. */
+  @FunctionalInterface
+  interface Runs {
+    List<Path> run(Path out, boolean quick) throws Exception;
+  }
+
+  /** One subcommand: its name, its description, what it runs. */
+  private record Benchmark(String name, String description, Runs runs) {}
+
+  /** In the order {@code all} runs them. */
+  private static final List<Benchmark> BENCHMARKS = List.of(
+      new Benchmark("advisory", "Advisory Select: actor vs inline at 1/16/256 callers on 4 threads.",
+          AdvisoryBench::run),
+      new Benchmark("admission", "Books/s through the admission actor vs a trivial sharded ask, with mailbox depth.",
+          AdmissionBench::run),
+      new Benchmark("growth", "JMH: inline Select ns/op and bytes/op vs worker count and request length.",
+          SelectBenchmark::run),
+      new Benchmark("picker", "JMH: locked vs lock-free picker slots at 1, 2 and 4 threads.",
+          PickerLockBenchmark::run),
+      new Benchmark("kvindex", "KV index: events/s and lookup latency with readers and a writer (JMH), heap per "
+          + "entry.", KvIndexBench::run));
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;
@@ -34,9 +53,20 @@ public final class Bench implements Runnable {
 
   /** Runs the command line in this JVM and returns its exit code (the tests call this). */
   public static int run(String... args) {
-    return new CommandLine(new Bench())
-        .addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench())
-        .execute(args);
+    Report.command = "bin/bench " + String.join(" ", args);
+    CommandLine cli = new CommandLine(new Bench());
+    for (Benchmark b : BENCHMARKS) {
+      cli.addSubcommand(b.name(), subcommand(b.description(), List.of(b)));
+    }
+    cli.addSubcommand("all", subcommand("Every benchmark above, in this JVM.", BENCHMARKS));
+    cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
+    return cli.execute(args);
+  }
+
+  private static CommandLine subcommand(String description, List<Benchmark> benchmarks) {
+    CommandLine sub = new CommandLine(new Sub(benchmarks));
+    sub.getCommandSpec().usageMessage().description(description);
+    return sub;
   }
 
   @Override
@@ -65,80 +95,29 @@ public final class Bench implements Runnable {
     }
   }
 
-  abstract static class Sub implements Callable<Integer> {
+  /** A subcommand running one or more benchmarks. */
+  @Command(mixinStandardHelpOptions = true)
+  static final class Sub implements Callable<Integer> {
     @Mixin
     Common common;
 
-    abstract List<Path> execute(Path out, boolean quick) throws Exception;
+    private final List<Benchmark> benchmarks;
+
+    Sub(List<Benchmark> benchmarks) {
+      this.benchmarks = benchmarks;
+    }
 
     @Override
     public Integer call() throws Exception {
       if (common.quick) {
         Progress.line("bench", "--quick: tiny sizes, figures are not measurements");
       }
-      for (Path file : execute(common.outDir(), common.quick)) {
-        Progress.line("bench", "wrote %s", file);
+      for (Benchmark b : benchmarks) {
+        for (Path file : b.runs().run(common.outDir(), common.quick)) {
+          Progress.line("bench", "wrote %s", file);
+        }
       }
       return 0;
-    }
-  }
-
-  @Command(name = "advisory", mixinStandardHelpOptions = true,
-      description = "Advisory Select: actor vs inline at 1/16/256 callers; locked vs lock-free pickers at 256.")
-  static final class Advisory extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) {
-      return AdvisoryBench.run(out, quick);
-    }
-  }
-
-  @Command(name = "growth", mixinStandardHelpOptions = true,
-      description = "Inline Select cost vs worker count and request length.")
-  static final class Growth extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) {
-      return GrowthBench.run(out, quick);
-    }
-  }
-
-  @Command(name = "admission", mixinStandardHelpOptions = true,
-      description = "Books/s through the admission actor vs a trivial sharded ask, with mailbox depth.")
-  static final class Admission extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) {
-      return AdmissionBench.run(out, quick);
-    }
-  }
-
-  @Command(name = "alloc", mixinStandardHelpOptions = true,
-      description = "JMH with -prof gc: bytes allocated per inline Select.")
-  static final class Alloc extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) throws Exception {
-      return AllocBench.run(out, quick);
-    }
-  }
-
-  @Command(name = "kvindex", mixinStandardHelpOptions = true,
-      description = "KV index: events/s, lookup latency with concurrent readers, heap per entry.")
-  static final class KvIndexCmd extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) {
-      return KvIndexBench.run(out, quick);
-    }
-  }
-
-  @Command(name = "all", mixinStandardHelpOptions = true, description = "Every benchmark, in this JVM.")
-  static final class All extends Sub {
-    @Override
-    List<Path> execute(Path out, boolean quick) throws Exception {
-      List<Path> files = new ArrayList<>();
-      files.addAll(AdvisoryBench.run(out, quick));
-      files.addAll(GrowthBench.run(out, quick));
-      files.addAll(AdmissionBench.run(out, quick));
-      files.addAll(KvIndexBench.run(out, quick));
-      files.addAll(AllocBench.run(out, quick));
-      return files;
     }
   }
 }

@@ -17,8 +17,8 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** Workers, requests, block chains and index contents shared by the benchmarks. */
@@ -133,14 +133,18 @@ final class Fixtures {
     return state;
   }
 
-  /** A fixed pool of daemon threads named {@code prefix-N}. */
+  /**
+   * A fixed pool of {@code threads} daemon threads named {@code prefix-N}: a fork-join pool in FIFO mode, so a
+   * caller that queues its next turn from a pool thread puts it on that thread's own queue (idle threads steal),
+   * where a shared blocking queue would make the callers contend for its lock on every turn.
+   */
   static ExecutorService pool(String prefix, int threads) {
     AtomicInteger n = new AtomicInteger();
-    ThreadFactory factory = r -> {
-      Thread t = new Thread(r, prefix + "-" + n.incrementAndGet());
-      t.setDaemon(true);
+    ForkJoinPool.ForkJoinWorkerThreadFactory factory = pool -> {
+      ForkJoinWorkerThread t = ForkJoinPool.defaultForkJoinWorkerThreadFactory.newThread(pool);
+      t.setName(prefix + "-" + n.incrementAndGet());
       return t;
     };
-    return Executors.newFixedThreadPool(threads, factory);
+    return new ForkJoinPool(threads, factory, null, true);
   }
 }

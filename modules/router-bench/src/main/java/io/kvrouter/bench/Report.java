@@ -50,10 +50,14 @@ final class Report {
     }
   }
 
+  /** The benchmark command line of this JVM, as the results files name it. */
+  static volatile String command = "bench";
+
   static String environment() {
     Runtime rt = Runtime.getRuntime();
-    return String.format(Locale.ROOT, "Run %s on %d CPUs, %s %s, max heap %d MiB, common pool parallelism %d.",
-        ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z")), rt.availableProcessors(),
+    return String.format(Locale.ROOT, "`%s`, run %s on %d CPUs, %s %s, max heap %d MiB, common pool parallelism %d.",
+        command, ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z")),
+        rt.availableProcessors(),
         System.getProperty("java.vm.name"), System.getProperty("java.version"), rt.maxMemory() >> 20,
         java.util.concurrent.ForkJoinPool.getCommonPoolParallelism()) + loadAverage();
   }
@@ -117,7 +121,11 @@ final class Report {
     return String.format(Locale.ROOT, "%.0f", us);
   }
 
+  /** Nanoseconds; "–" for NaN (not measured). */
   static String ns(double nanos) {
+    if (Double.isNaN(nanos)) {
+      return "–";
+    }
     return nanos < 100 ? String.format(Locale.ROOT, "%.1f", nanos) : String.format(Locale.ROOT, "%,.0f", nanos);
   }
 

@@ -10,8 +10,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * itself. So restoring (seed, counter) replays the same picks — what the parity tests rely on — and a picker whose
  * counter is atomic needs no lock: {@link #create} gives those. {@link #pick} is the pick itself, a pure function of
  * (policy, seed, pick number, candidates), for pickers that keep their counter elsewhere.
+ *
+ * <p>The lock-free pickers other than round-robin take pick numbers from the shared counter in chunks of
+ * {@link #CHUNK}, each thread using its own chunk: one atomic increment per pick made every concurrent Select write
+ * the same cache line, which doubled a 4-worker Select's CPU cost on two cores (router-bench README, "The advisory
+ * floor"). A single thread still gets consecutive numbers, so one caller replays exactly what a locked picker picks;
+ * round-robin keeps one increment per pick, since its rotation is global.
  */
 public final class Pickers {
+  /** Pick numbers a thread claims at once from a lock-free picker's shared counter. */
+  static final int CHUNK = 64;
+
   private Pickers() {}
 
   public static Picker create(Policy policy, PickerState state) {
@@ -124,22 +133,47 @@ public final class Pickers {
   private static final class BuiltIn implements Picker {
     private final Policy policy;
     private final long seed;
-    private final AtomicLong picks;
+    /** The next pick number no thread has claimed. */
+    private final AtomicLong atomicPicks;
+    /** Except round-robin: the calling thread's chunk of pick numbers, {next, end}. */
+    private final ThreadLocal<long[]> chunk = ThreadLocal.withInitial(() -> new long[2]);
 
     BuiltIn(Policy policy, PickerState state) {
       this.policy = policy;
       this.seed = state.rngState();
-      this.picks = new AtomicLong(state.cursor());
+      this.atomicPicks = new AtomicLong(state.cursor());
+    }
+
+    private long nextPick() {
+      if (policy == Policy.ROUND_ROBIN) {
+        return atomicPicks.getAndIncrement();
+      }
+      long[] own = chunk.get();
+      if (own[0] == own[1]) {
+        own[0] = atomicPicks.getAndAdd(CHUNK);
+        own[1] = own[0] + CHUNK;
+      }
+      return own[0]++;
+    }
+
+    /**
+     * The next pick number: the calling thread's next one while it holds the last chunk claimed (so a single
+     * caller's state is exact), else the first unclaimed one.
+     */
+    private long cursor() {
+      long unclaimed = atomicPicks.get();
+      long[] own = chunk.get();
+      return policy != Policy.ROUND_ROBIN && own[1] == unclaimed && own[0] < own[1] ? own[0] : unclaimed;
     }
 
     @Override
     public int pick(ScoredCandidates c) {
-      return Pickers.pick(policy, seed, picks.getAndIncrement(), c);
+      return Pickers.pick(policy, seed, nextPick(), c);
     }
 
     @Override
     public PickerState state() {
-      return new PickerState(seed, picks.get());
+      return new PickerState(seed, cursor());
     }
 
     @Override

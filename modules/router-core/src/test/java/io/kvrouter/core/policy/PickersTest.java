@@ -178,6 +178,32 @@ class PickersTest {
     }
   }
 
+  /**
+   * Lock-free random picks on two threads draw from different pick numbers (each thread claims its own chunk of the
+   * counter), so the two threads' sequences differ and the state moves past both.
+   */
+  @Test
+  void lockFreeThreadsDrawFromTheirOwnPickNumbers() throws Exception {
+    Picker picker = Pickers.create(Policy.RANDOM, new PickerState(3, 0));
+    int[][] picks = new int[2][Pickers.CHUNK];
+    Thread[] threads = new Thread[2];
+    for (int t = 0; t < threads.length; t++) {
+      int[] mine = picks[t];
+      threads[t] = new Thread(() -> {
+        Candidates c = CandidatesForTests.withCosts(new double[1000]);
+        for (int i = 0; i < mine.length; i++) {
+          mine[i] = picker.pick(c);
+        }
+      });
+      threads[t].start();
+    }
+    for (Thread thread : threads) {
+      thread.join(30_000);
+    }
+    assertThat(picks[0]).isNotEqualTo(picks[1]);
+    assertThat(picker.state().cursor()).isEqualTo(2L * Pickers.CHUNK);
+  }
+
   /** Concurrent round-robin picks without a lock still hand out every cursor value exactly once. */
   @Test
   void lockFreeRoundRobinSplitsExactlyAcrossThreads() throws Exception {
