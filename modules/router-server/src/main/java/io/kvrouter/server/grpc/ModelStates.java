@@ -1,5 +1,6 @@
 package io.kvrouter.server.grpc;
 
+import io.kvrouter.api.Stages;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.ModelKvIndex;
@@ -18,6 +19,6 @@ public final class ModelStates {
           .setKvEventGaps(index.gapCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())
           .build();
-    }, Runnable::run);
+    }, Stages.SAME_THREAD);
   }
 }

@@ -1,0 +1,71 @@
+package io.kvrouter.server.transport;
+
+import io.grpc.Context;
+import io.grpc.Deadline;
+import io.kvrouter.server.grpc.Deadlines;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.grpc.javadsl.Metadata;
+import org.apache.pekko.grpc.javadsl.MetadataBuilder;
+import org.apache.pekko.grpc.javadsl.MetadataEntry;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * The request metadata the power APIs read, for a call grpc-java serves: grpc-java consumes {@code grpc-timeout}
+ * into the call's deadline, so it is written back from the deadline (with the time remaining when a service reads
+ * it), and the services read the caller's deadline one way on both bindings ({@link Deadlines#remaining}). Built
+ * only when read: Select never reads it.
+ */
+final class CallMetadata implements Metadata {
+  private static final Metadata NONE = MetadataBuilder.empty();
+
+  private final Deadline deadline;
+  private Metadata built;
+
+  private CallMetadata(Deadline deadline) {
+    this.deadline = deadline;
+  }
+
+  /** The metadata of the call whose handler runs on this thread (grpc-java attaches the call's Context). */
+  static Metadata current() {
+    Deadline deadline = Context.current().getDeadline();
+    return deadline == null ? NONE : new CallMetadata(deadline);
+  }
+
+  private Metadata built() {
+    if (built == null) {
+      Duration remaining = Duration.ofNanos(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)));
+      built = new MetadataBuilder().addText("grpc-timeout", Deadlines.encode(remaining)).build();
+    }
+    return built;
+  }
+
+  @Override
+  public Optional<String> getText(String key) {
+    return built().getText(key);
+  }
+
+  @Override
+  public Optional<ByteString> getBinary(String key) {
+    return built().getBinary(key);
+  }
+
+  @Override
+  public Map<String, List<MetadataEntry>> asMap() {
+    return built().asMap();
+  }
+
+  @Override
+  public List<Pair<String, MetadataEntry>> asList() {
+    return built().asList();
+  }
+
+  @Override
+  public org.apache.pekko.grpc.scaladsl.Metadata asScala() {
+    return built().asScala();
+  }
+}
