@@ -11,9 +11,12 @@ import java.util.concurrent.CompletionStage;
 public final class ModelStates {
   private ModelStates() {}
 
+  /** The state, or a failed stage (an empty model: INVALID_ARGUMENT EMPTY_MODEL; an unknown one: NOT_FOUND). */
   public static CompletionStage<ModelState> read(RouterCluster cluster, String model, Duration remaining) {
-    ProtoMapping.requireModel(model);
-    return cluster.queue(model).state(remaining).thenApplyAsync(snapshot -> {
+    return Calls.guard(() -> {
+      ProtoMapping.requireModel(model);
+      return cluster.queue(model).state(remaining);
+    }).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())
