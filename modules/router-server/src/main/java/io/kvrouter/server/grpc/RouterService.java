@@ -27,7 +27,6 @@ import org.apache.pekko.grpc.javadsl.Metadata;
  * ({@link Deadlines}), and a binding that learns of a cancelled call cancels the returned stage.
  */
 public final class RouterService implements RouterPowerApi {
-
   private final RouterCluster cluster;
   private final ProtoMapping mapping;
 
