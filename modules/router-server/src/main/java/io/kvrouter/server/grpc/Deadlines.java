@@ -7,6 +7,8 @@ import org.apache.pekko.grpc.javadsl.Metadata;
 
 /** Reads the caller's deadline from {@code grpc-timeout} (pekko-grpc does not enforce it, so we do). */
 public final class Deadlines {
+  /** The request header that carries the caller's remaining deadline. */
+  public static final String HEADER = "grpc-timeout";
   private static final char[] UNITS = {'n', 'u', 'm', 'S', 'M', 'H'};
   private static final long MAX_AMOUNT = 100_000_000L;
 
@@ -14,7 +16,7 @@ public final class Deadlines {
 
   /** The remaining time the caller gave this call, or null when it sent no deadline. */
   public static Duration remaining(Metadata metadata) {
-    Optional<String> header = metadata.getText("grpc-timeout");
+    Optional<String> header = metadata.getText(HEADER);
     return header.map(Deadlines::parse).orElse(null);
   }
 

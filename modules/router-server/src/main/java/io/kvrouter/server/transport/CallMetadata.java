@@ -17,8 +17,8 @@ import org.apache.pekko.util.ByteString;
 /**
  * The request metadata the power APIs read, for a call grpc-java serves: grpc-java consumes {@code grpc-timeout}
  * into the call's deadline, so it is written back from the deadline (with the time remaining when a service reads
- * it), and the services read the caller's deadline one way on both bindings ({@link Deadlines#remaining}). Built
- * only when read: Select never reads it.
+ * it), and the services read the caller's deadline one way on both bindings ({@link Deadlines#remaining}). Nothing
+ * is built unless read (Select never reads it); reading {@code grpc-timeout} builds no map.
  */
 final class CallMetadata implements Metadata {
   private static final Metadata NONE = MetadataBuilder.empty();
@@ -36,22 +36,26 @@ final class CallMetadata implements Metadata {
     return deadline == null ? NONE : new CallMetadata(deadline);
   }
 
+  private String grpcTimeout() {
+    return Deadlines.encode(Duration.ofNanos(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS))));
+  }
+
+  /** The same as a map, for a caller that lists the metadata. */
   private Metadata built() {
     if (built == null) {
-      Duration remaining = Duration.ofNanos(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)));
-      built = new MetadataBuilder().addText("grpc-timeout", Deadlines.encode(remaining)).build();
+      built = new MetadataBuilder().addText(Deadlines.HEADER, grpcTimeout()).build();
     }
     return built;
   }
 
   @Override
   public Optional<String> getText(String key) {
-    return built().getText(key);
+    return key.equals(Deadlines.HEADER) ? Optional.of(grpcTimeout()) : Optional.empty();
   }
 
   @Override
   public Optional<ByteString> getBinary(String key) {
-    return built().getBinary(key);
+    return Optional.empty();
   }
 
   @Override
