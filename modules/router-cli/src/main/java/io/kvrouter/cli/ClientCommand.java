@@ -69,7 +69,7 @@ abstract class ClientCommand implements Callable<Integer> {
   }
 
   private static int fail(PrintWriter err, Throwable t) {
-    Optional<GrpcErrors.Failure> failure = GrpcErrors.find(t);
+    Optional<ErrorReport.Failure> failure = ErrorReport.find(t);
     if (failure.isPresent()) {
       err.println(failure.get().line());
       return KvRouterCli.EXIT_GRPC;

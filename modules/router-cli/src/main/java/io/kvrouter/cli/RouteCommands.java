@@ -43,7 +43,9 @@ final class RouteCommands {
     @Option(names = "--vocab-size", paramLabel = "V", description = "Token ids from --token-count fall in [0, V) (default: 32000).")
     Integer vocabSize;
     @Option(names = "--block-hashes", paramLabel = "HASHES",
-        description = "Salted sequence hash of each full block, comma-separated (decimal or 0x hex); needs --isl.")
+        description = "Local hash of each full block, comma-separated (decimal or 0x hex): XXH3-64 of the block's "
+            + "token ids as little-endian u32, seed 1337 or the salt's seed; one per block, not chained (the router "
+            + "chains them). Needs --isl.")
     String blockHashes;
     @Option(names = "--isl", paramLabel = "N", description = "Input length in tokens (required with --block-hashes).")
     Long isl;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.grpc.Metadata;
 import io.grpc.Status;
+import io.kvrouter.api.ReasonTrailer;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
@@ -211,12 +212,12 @@ class CommandParsingTest {
   @Test
   void errorLineCarriesStatusReasonAndDescription() {
     Metadata trailers = new Metadata();
-    trailers.put(GrpcErrors.REASON_KEY, "UNKNOWN_MODEL");
+    trailers.put(ReasonTrailer.KEY, "UNKNOWN_MODEL");
     var sre = Status.NOT_FOUND.withDescription("model 'x' has no registered worker").asRuntimeException(trailers);
-    var failure = GrpcErrors.find(new CompletionException(new RuntimeException(sre))).orElseThrow();
+    var failure = ErrorReport.find(new CompletionException(new RuntimeException(sre))).orElseThrow();
     assertThat(failure.line()).isEqualTo("ERROR NOT_FOUND UNKNOWN_MODEL: model 'x' has no registered worker");
-    assertThat(GrpcErrors.find(Status.UNAVAILABLE.withDescription("io").asRuntimeException()).orElseThrow().line())
+    assertThat(ErrorReport.find(Status.UNAVAILABLE.withDescription("io").asRuntimeException()).orElseThrow().line())
         .isEqualTo("ERROR UNAVAILABLE: io");
-    assertThat(GrpcErrors.find(new IllegalStateException("x"))).isEmpty();
+    assertThat(ErrorReport.find(new IllegalStateException("x"))).isEmpty();
   }
 }

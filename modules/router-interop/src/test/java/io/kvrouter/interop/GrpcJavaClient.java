@@ -14,6 +14,7 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.protobuf.ProtoUtils;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.MetadataUtils;
+import io.kvrouter.api.ReasonTrailer;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.WorkerRegistration;
@@ -97,8 +98,7 @@ final class GrpcJavaClient implements InteropClient {
   }
 
   private static String reason(Metadata trailers) {
-    return trailers == null ? null
-        : trailers.get(Metadata.Key.of("kvrouter-reason", Metadata.ASCII_STRING_MARSHALLER));
+    return ReasonTrailer.of(trailers);
   }
 
   private static Map<String, String> toMap(Metadata metadata) {

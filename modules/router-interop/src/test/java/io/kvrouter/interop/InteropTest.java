@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import com.google.protobuf.Message;
 import com.typesafe.config.ConfigFactory;
 import io.grpc.Status;
+import io.kvrouter.api.ReasonTrailer;
 import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.LoadAck;
@@ -58,7 +59,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class InteropTest {
   static final long BOOK_DELAY_MS = 500;
   private static final Duration CALL_TIMEOUT = Duration.ofSeconds(10);
-  private static final String REASON = "kvrouter-reason";
 
   private static RouterNode node;
   private static Map<String, InteropClient> clients;
@@ -348,7 +348,7 @@ class InteropTest {
   private static void assertRejected(Reply reply, Status.Code code, String reason) {
     assertThat(reply.code()).as("status of %s", reply).isEqualTo(code);
     assertThat(reply.reason()).as("kvrouter-reason of %s", reply).isEqualTo(reason);
-    assertThat(reply.trailers()).as("trailers of %s", reply).containsEntry(REASON, reason);
+    assertThat(reply.trailers()).as("trailers of %s", reply).containsEntry(ReasonTrailer.NAME, reason);
     assertThat(reply.details()).as("description of %s", reply).isNotBlank();
   }
 }

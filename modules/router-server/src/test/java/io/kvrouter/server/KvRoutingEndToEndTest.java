@@ -20,9 +20,12 @@ import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.StoredBlock;
 import io.kvrouter.core.hashing.BlockHasher;
 import io.kvrouter.server.transport.Binding;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.stream.IntStream;
+import net.openhft.hashing.LongHashFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.AfterParameterizedClassInvocation;
 import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
@@ -129,6 +132,45 @@ class KvRoutingEndToEndTest {
     // a salt changes the hashes: no overlap
     assertThat(join(router.router.select(prompt(model, PROMPT).setCacheSalt("tenant-b").build())).getOverlapBlocks())
         .isZero();
+  }
+
+  /**
+   * router.proto's words: {@code block_hashes} are local block hashes, one per full block (XXH3-64 of the block's
+   * token ids as little-endian u32, seed 1337; DESIGN.md §4), computed here without the router's BlockHasher. The
+   * server chains them itself, so they find the whole stored prefix; chained (sequence) hashes sent instead match
+   * the first block only (its sequence hash is its local hash).
+   */
+  @Test
+  void blockHashesAreLocalPerBlockHashesThatTheServerChains() {
+    String model = "kv-local-hashes";
+    model(model);
+    publish(model, "w1", storedPrompt(1));
+    LongHashFunction xxh3 = LongHashFunction.xx3(1337);
+    long[] local = new long[PROMPT.length / BLOCK];
+    for (int b = 0; b < local.length; b++) {
+      ByteBuffer block = ByteBuffer.allocate(4 * BLOCK).order(ByteOrder.LITTLE_ENDIAN);
+      for (int i = 0; i < BLOCK; i++) {
+        block.putInt(PROMPT[b * BLOCK + i]);
+      }
+      local[b] = xxh3.hashBytes(block.array());
+    }
+    long[] chained = BlockHasher.sequenceHashes(PROMPT, BLOCK, BlockHasher.BASE_SEED);
+    assertThat(local[0]).isEqualTo(chained[0]);
+    assertThat(local[1]).as("the two forms differ from the second block on").isNotEqualTo(chained[1]);
+
+    Selection byLocal = join(router.router.select(hashes(model, local).setPinnedWorker("w1").build()));
+    assertThat(byLocal.getOverlapBlocks()).isEqualTo(4);
+    assertThat(byLocal.getCachedTokens()).isEqualTo(64);
+    Selection byChained = join(router.router.select(hashes(model, chained).setPinnedWorker("w1").build()));
+    assertThat(byChained.getOverlapBlocks()).isEqualTo(1);
+  }
+
+  private static RouteRequest.Builder hashes(String model, long[] blockHashes) {
+    RouteRequest.Builder request = RouteRequest.newBuilder().setModel(model).setIslTokens(PROMPT.length);
+    for (long hash : blockHashes) {
+      request.addBlockHashes(hash);
+    }
+    return request;
   }
 
   @Test

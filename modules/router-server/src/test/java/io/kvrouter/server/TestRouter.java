@@ -3,8 +3,8 @@ package io.kvrouter.server;
 import static org.awaitility.Awaitility.await;
 
 import com.typesafe.config.ConfigFactory;
-import io.grpc.Metadata;
 import io.grpc.StatusRuntimeException;
+import io.kvrouter.api.ReasonTrailer;
 import io.kvrouter.api.v1.AdminClient;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.ModelStateRequest;
@@ -24,9 +24,6 @@ import org.apache.pekko.grpc.GrpcClientSettings;
 
 /** A router node on ephemeral loopback ports, every actor message serialized, with gRPC clients to it. */
 public final class TestRouter implements AutoCloseable {
-  public static final Metadata.Key<String> REASON =
-      Metadata.Key.of("kvrouter-reason", Metadata.ASCII_STRING_MARSHALLER);
-
   public final RouterNode node;
   public final RouterClient router;
   public final WorkersClient workers;
@@ -121,7 +118,7 @@ public final class TestRouter implements AutoCloseable {
   }
 
   public static String reason(StatusRuntimeException e) {
-    return e.getTrailers() == null ? null : e.getTrailers().get(REASON);
+    return ReasonTrailer.of(e.getTrailers());
   }
 
   @Override

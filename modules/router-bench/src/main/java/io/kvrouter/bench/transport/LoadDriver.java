@@ -11,6 +11,7 @@ import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.Released;
 import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.RouterGrpc;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.bench.transport.Bodies.Body;
 import java.time.Duration;
@@ -31,9 +32,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.Recorder;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * The load driver, in its own process: grpc-java channels (one connection each) over grpc-netty-shaded, each with a
@@ -164,7 +165,7 @@ public final class LoadDriver implements Callable<Integer> {
       String detail;
       Metadata headers;
       if (point.mode == Mode.SELECT) {
-        Unary.Answer<Selection> answer = Unary.call(channel, GrpcMethods.SELECT, request, timeout);
+        Unary.Answer<Selection> answer = Unary.call(channel, RouterGrpc.getSelectMethod(), request, timeout);
         Selection selection = answer.message();
         if (selection.getWorker().getWorkerId().isEmpty()) {
           return "reason=no-worker-in-selection";
@@ -175,13 +176,13 @@ public final class LoadDriver implements Callable<Integer> {
             + " policy=" + selection.getPolicy();
       } else {
         String id = "probe-" + ProcessHandle.current().pid() + "-" + point.body.key;
-        Unary.Answer<Booking> booked = Unary.call(channel, GrpcMethods.BOOK,
+        Unary.Answer<Booking> booked = Unary.call(channel, RouterGrpc.getBookMethod(),
             request.toBuilder().setRequestId(id).build(), timeout);
         Booking booking = booked.message();
         if (booking.getAttempt() == 0 || booking.getSelection().getWorker().getWorkerId().isEmpty()) {
           return "reason=booking-without-attempt-or-worker";
         }
-        Released released = Unary.call(channel, GrpcMethods.RELEASE, BookingRef.newBuilder()
+        Released released = Unary.call(channel, RouterGrpc.getReleaseMethod(), BookingRef.newBuilder()
             .setModel(request.getModel()).setRequestId(id).setAttempt(booking.getAttempt()).build(), timeout)
             .message();
         if (!released.getApplied()) {
@@ -237,7 +238,7 @@ public final class LoadDriver implements Callable<Integer> {
         ManagedChannel channel = channel();
         channels.add(channel);
         // connect each channel with one call before the load starts
-        Unary.call(channel, GrpcMethods.SELECT, base, Duration.ofSeconds(10));
+        Unary.call(channel, RouterGrpc.getSelectMethod(), base, Duration.ofSeconds(10));
       }
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(MAX_POINT_SECONDS);
       for (ManagedChannel channel : channels) {
@@ -326,7 +327,7 @@ public final class LoadDriver implements Callable<Integer> {
       for (int c = 0; c < point.connections; c++) {
         ManagedChannel channel = channel(port);
         channels.add(channel);
-        Unary.call(channel, GrpcMethods.SELECT, base, Duration.ofSeconds(10));
+        Unary.call(channel, RouterGrpc.getSelectMethod(), base, Duration.ofSeconds(10));
       }
     }
 
@@ -464,17 +465,17 @@ public final class LoadDriver implements Callable<Integer> {
       }
       long start = System.nanoTime();
       if (mode == Mode.SELECT) {
-        unary(GrpcMethods.SELECT, base, (status, selection) -> finish("select", status, start));
+        unary(RouterGrpc.getSelectMethod(), base, (status, selection) -> finish("select", status, start));
       } else {
         String id = idPrefix + ids.incrementAndGet();
-        unary(GrpcMethods.BOOK, base.toBuilder().setRequestId(id).build(), (status, booking) -> {
+        unary(RouterGrpc.getBookMethod(), base.toBuilder().setRequestId(id).build(), (status, booking) -> {
           if (!status.isOk()) {
             finish("book", status, start);
             return;
           }
           BookingRef ref = BookingRef.newBuilder().setModel(base.getModel()).setRequestId(id)
               .setAttempt(booking.getAttempt()).build();
-          unary(GrpcMethods.RELEASE, ref, (released, answer) -> {
+          unary(RouterGrpc.getReleaseMethod(), ref, (released, answer) -> {
             if (released.isOk() && !answer.getApplied()) {
               stats.count("release.NOT_APPLIED");
             }

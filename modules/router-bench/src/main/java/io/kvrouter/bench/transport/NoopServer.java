@@ -3,7 +3,6 @@ package io.kvrouter.bench.transport;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.grpc.Metadata;
-import io.grpc.MethodDescriptor;
 import io.grpc.Server;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
@@ -16,6 +15,7 @@ import io.kvrouter.api.v1.PrefillMarked;
 import io.kvrouter.api.v1.Released;
 import io.kvrouter.api.v1.Renewed;
 import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.RouterGrpc;
 import io.kvrouter.api.v1.RouterPowerApi;
 import io.kvrouter.api.v1.RouterPowerApiHandlerFactory;
 import io.kvrouter.api.v1.Selection;
@@ -26,19 +26,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
-import org.apache.pekko.http.javadsl.model.AttributeKeys;
-import org.apache.pekko.http.javadsl.model.ContentType;
-import org.apache.pekko.http.javadsl.model.ContentTypes;
-import org.apache.pekko.http.javadsl.model.HttpEntities;
-import org.apache.pekko.http.javadsl.model.HttpEntity;
-import org.apache.pekko.http.javadsl.model.HttpRequest;
-import org.apache.pekko.http.javadsl.model.HttpResponse;
-import org.apache.pekko.http.javadsl.model.MediaTypes;
-import org.apache.pekko.http.javadsl.model.StatusCodes;
-import org.apache.pekko.http.javadsl.model.Trailer;
-import org.apache.pekko.http.javadsl.model.headers.RawHeader;
-import org.apache.pekko.japi.function.Function;
-import org.apache.pekko.util.ByteString;
 
 /**
  * A no-op kvrouter.v1.Router server in its own process: every variant decodes the RouteRequest (or BookingRef) and
@@ -49,7 +36,6 @@ public final class NoopServer {
   /** The servers of issue 4, cheapest-looking last. */
   enum Kind {
     PEKKO_GRPC("pekko-grpc", "Pekko gRPC stock handler"),
-    PEKKO_STRICT("pekko-strict", "pekko-http HTTP/2, strict unary handler"),
     NETTY_DEFAULT("netty-default", "grpc-java Netty, default executor"),
     NETTY_DIRECT("netty-direct", "grpc-java Netty, directExecutor()");
 
@@ -108,12 +94,10 @@ public final class NoopServer {
           }
         };
       }
-      case PEKKO_GRPC, PEKKO_STRICT -> {
-        ActorSystem system = ActorSystem.create("noop", pekkoConfig(kind));
-        Function<HttpRequest, CompletionStage<HttpResponse>> handler = kind == Kind.PEKKO_GRPC
-            ? RouterPowerApiHandlerFactory.create(new NoopRouter(), system)
-            : new StrictHandler(system);
-        ServerBinding binding = Http.get(system).newServerAt("127.0.0.1", port).bind(handler)
+      case PEKKO_GRPC -> {
+        ActorSystem system = ActorSystem.create("noop", pekkoConfig());
+        ServerBinding binding = Http.get(system).newServerAt("127.0.0.1", port)
+            .bind(RouterPowerApiHandlerFactory.create(new NoopRouter(), system))
             .toCompletableFuture().get(30, TimeUnit.SECONDS);
         bound = binding.localAddress().getPort();
         stop = () -> system.terminate();
@@ -130,13 +114,12 @@ public final class NoopServer {
     System.exit(0);
   }
 
-  static Config pekkoConfig(Kind kind) {
+  static Config pekkoConfig() {
     // not application.conf (that is the router's: cluster provider, ports); only what an HTTP/2 server needs
     return ConfigFactory.parseString("""
         pekko.loglevel = WARNING
         pekko.http.server.enable-http2 = on
-        pekko.http.server.http2.min-collect-strict-entity-size = %d
-        """.formatted(kind == Kind.PEKKO_STRICT ? 1 : 0))
+        """)
         .withFallback(ConfigFactory.defaultReference()).resolve();
   }
 
@@ -175,10 +158,10 @@ public final class NoopServer {
 
   /** (b), (c) grpc-java: a unary handler per method answering the fixed message once the request is decoded. */
   static ServerServiceDefinition grpcJavaService() {
-    return ServerServiceDefinition.builder(GrpcMethods.SELECT.getServiceName())
-        .addMethod(GrpcMethods.SELECT, new Fixed<>(Bodies.SELECTION))
-        .addMethod(GrpcMethods.BOOK, new Fixed<>(Bodies.BOOKING))
-        .addMethod(GrpcMethods.RELEASE, new Fixed<>(Bodies.RELEASED))
+    return ServerServiceDefinition.builder(RouterGrpc.SERVICE_NAME)
+        .addMethod(RouterGrpc.getSelectMethod(), new Fixed<>(Bodies.SELECTION))
+        .addMethod(RouterGrpc.getBookMethod(), new Fixed<>(Bodies.BOOKING))
+        .addMethod(RouterGrpc.getReleaseMethod(), new Fixed<>(Bodies.RELEASED))
         .build();
   }
 
@@ -215,90 +198,6 @@ public final class NoopServer {
           call.close(Status.OK, new Metadata());
         }
       };
-    }
-  }
-
-  /**
-   * (d) A unary gRPC handler written directly on pekko-http's HTTP/2 server: the request entity is strict (the
-   * server collects bodies that arrive in one DATA frame), the answer a strict entity with {@code grpc-status: 0}
-   * as a trailer. Bodies that did not arrive strict are collected first.
-   */
-  static final class StrictHandler implements Function<HttpRequest, CompletionStage<HttpResponse>> {
-    private static final ContentType GRPC = ContentTypes.create(
-        MediaTypes.applicationBinary("grpc", false));
-    private static final Trailer OK = Trailer.create().addHeader(RawHeader.create("grpc-status", "0"));
-    private static final HttpResponse SELECTION = answer(Bodies.framed(Bodies.SELECTION));
-    private static final HttpResponse BOOKING = answer(Bodies.framed(Bodies.BOOKING));
-    private static final HttpResponse RELEASED = answer(Bodies.framed(Bodies.RELEASED));
-    private static final CompletionStage<HttpResponse> NOT_FOUND =
-        CompletableFuture.completedFuture(HttpResponse.create().withStatus(StatusCodes.NOT_FOUND));
-    private static final String PREFIX = "/" + GrpcMethods.SELECT.getServiceName() + "/";
-
-    private final ActorSystem system;
-
-    StrictHandler(ActorSystem system) {
-      this.system = system;
-    }
-
-    private static HttpResponse answer(byte[] framed) {
-      return HttpResponse.create()
-          .withEntity(HttpEntities.create(GRPC, ByteString.fromArrayUnsafe(framed)))
-          .addAttribute(AttributeKeys.trailer, OK);
-    }
-
-    @Override
-    public CompletionStage<HttpResponse> apply(HttpRequest request) {
-      String path = request.getUri().path();
-      if (!path.startsWith(PREFIX)) {
-        return NOT_FOUND;
-      }
-      String method = path.substring(PREFIX.length());
-      HttpEntity entity = request.entity();
-      if (entity instanceof HttpEntity.Strict strict) {
-        return CompletableFuture.completedFuture(handle(method, strict.getData()));
-      }
-      return entity.toStrict(5_000, system).thenApply(collected -> handle(method, collected.getData()));
-    }
-
-    private static HttpResponse handle(String method, ByteString data) {
-      try {
-        if (data.size() < 5 || data.apply(0) != 0) {
-          return error("13", "expected one uncompressed message");
-        }
-        int length = ((data.apply(1) & 0xff) << 24) | ((data.apply(2) & 0xff) << 16)
-            | ((data.apply(3) & 0xff) << 8) | (data.apply(4) & 0xff);
-        if (length != data.size() - 5) {
-          return error("13", "frame length " + length + " for " + (data.size() - 5) + " bytes");
-        }
-        byte[] bytes = data.toArrayUnsafe();
-        switch (method) {
-          case "Select" -> {
-            RouteRequest.parser().parseFrom(bytes, 5, length);
-            return SELECTION;
-          }
-          case "Book" -> {
-            RouteRequest.parser().parseFrom(bytes, 5, length);
-            return BOOKING;
-          }
-          case "Release" -> {
-            BookingRef.parser().parseFrom(bytes, 5, length);
-            return RELEASED;
-          }
-          default -> {
-            return error("12", "unimplemented " + method);
-          }
-        }
-      } catch (com.google.protobuf.InvalidProtocolBufferException e) {
-        return error("13", "malformed request");
-      }
-    }
-
-    private static HttpResponse error(String status, String message) {
-      return HttpResponse.create()
-          .withEntity(HttpEntities.create(GRPC, ByteString.emptyByteString()))
-          .addAttribute(AttributeKeys.trailer, Trailer.create()
-              .addHeader(RawHeader.create("grpc-status", status))
-              .addHeader(RawHeader.create("grpc-message", message)));
     }
   }
 }

@@ -4,6 +4,7 @@ import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.kvrouter.api.v1.AdminGrpc;
 import io.kvrouter.api.v1.KvEvent;
 import io.kvrouter.api.v1.KvEventAck;
 import io.kvrouter.api.v1.KvEventBatch;
@@ -11,6 +12,7 @@ import io.kvrouter.api.v1.KvStored;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.StoredBlock;
 import io.kvrouter.api.v1.WorkerRegistration;
+import io.kvrouter.api.v1.WorkersGrpc;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -38,7 +40,7 @@ final class RouterSetup {
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
       while (true) {
         try {
-          Unary.call(channel, GrpcMethods.REGISTER, worker(0), CALL);
+          Unary.call(channel, WorkersGrpc.getRegisterMethod(), worker(0), CALL);
           break;
         } catch (StatusRuntimeException e) {
           if (!NOT_READY.contains(e.getStatus().getCode()) || System.nanoTime() > deadline) {
@@ -48,9 +50,9 @@ final class RouterSetup {
         }
       }
       for (int i = 1; i < Bodies.WORKERS; i++) {
-        Unary.call(channel, GrpcMethods.REGISTER, worker(i), CALL);
+        Unary.call(channel, WorkersGrpc.getRegisterMethod(), worker(i), CALL);
       }
-      Unary.call(channel, GrpcMethods.SET_POLICY,
+      Unary.call(channel, AdminGrpc.getSetPolicyMethod(),
           SetPolicyRequest.newBuilder().setModel(Bodies.MODEL).setPolicy("kv").build(), CALL);
       if (!kvEvents) {
         return Bodies.WORKERS + " workers, kv policy, no KV events";
@@ -65,7 +67,7 @@ final class RouterSetup {
           stored.addBlocks(StoredBlock.newBuilder().setBlockHash(1_000_000L * (i + 1) + b)
               .setTokensHash(sequence[b]));
         }
-        KvEventAck ack = Unary.call(channel, GrpcMethods.PUBLISH_KV_EVENTS, KvEventBatch.newBuilder()
+        KvEventAck ack = Unary.call(channel, WorkersGrpc.getPublishKvEventsMethod(), KvEventBatch.newBuilder()
             .setModel(Bodies.MODEL).setWorkerId(workerId(i)).setDpRank(0)
             .addEvents(KvEvent.newBuilder().setEventId(1).setStored(stored)).build(), CALL).message();
         applied += ack.getApplied();

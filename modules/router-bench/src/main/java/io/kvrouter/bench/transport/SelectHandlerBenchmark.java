@@ -10,6 +10,7 @@ import io.kvrouter.server.RouterNode;
 import io.kvrouter.server.grpc.ProtoMapping;
 import io.kvrouter.server.grpc.RouterService;
 import java.util.concurrent.TimeUnit;
+import org.apache.pekko.grpc.javadsl.MetadataBuilder;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -72,7 +73,7 @@ public class SelectHandlerBenchmark {
   @Benchmark
   public byte[] select() throws InvalidProtocolBufferException {
     RouteRequest in = RouteRequest.parseFrom(request);
-    Selection answer = router.select(in).toCompletableFuture().getNow(null);
+    Selection answer = router.select(in, MetadataBuilder.empty()).toCompletableFuture().getNow(null);
     return answer.toByteArray();
   }
 }

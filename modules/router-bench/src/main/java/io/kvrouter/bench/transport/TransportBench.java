@@ -1,6 +1,5 @@
 package io.kvrouter.bench.transport;
 
-import com.typesafe.config.ConfigFactory;
 import io.kvrouter.bench.transport.Bodies.Body;
 import io.kvrouter.bench.transport.NoopServer.Kind;
 import java.io.BufferedReader;
@@ -24,15 +23,14 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Issue 4's transport bench: no-op gRPC servers, our router per binding, Book+Release pairs and the Select hop, each
- * server in its own process and the load from a grpc-java driver in another; server CPU per call from /proc.
+ * The transport bench: no-op gRPC servers, our router per binding, and Book+Release pairs, each server in its own
+ * process and the load from a grpc-java driver in another; server CPU per call from /proc.
  */
 @Command(name = "transport-bench", mixinStandardHelpOptions = true,
     description = "Server CPU per call and calls/s of no-op gRPC servers and kvrouter over gRPC (loopback only).")
 public final class TransportBench implements Callable<Integer> {
   static final String NOOP = "noop";
   static final String ROUTER = "router";
-  static final String YIELD = "yield";
   /** Side-by-side results: the router and the cheapest no-op server under alternating load. */
   static final String VERSUS_ROUTER = "versus-router";
   static final String VERSUS_NOOP = "versus-noop";
@@ -58,10 +56,6 @@ public final class TransportBench implements Callable<Integer> {
       description = "warm-up before the first point of each call kind (Select, Book+Release) on a server (C2 compiles on the server's own CPU: keep it long)")
   double warmupFirst;
 
-  @Option(names = "--yield-warmup-s", defaultValue = "15",
-      description = "warm-up of the yield servers, whose first point is already at the highest connection count")
-  double yieldWarmup;
-
   @Option(names = "--later-warmup-s", defaultValue = "2", description = "warm-up before each later point")
   double warmup;
 
@@ -77,16 +71,16 @@ public final class TransportBench implements Callable<Integer> {
   @Option(names = "--bodies", defaultValue = "tokens,hashes", split = ",")
   List<String> bodies;
 
-  @Option(names = "--noop", defaultValue = "pekko-grpc,pekko-strict,netty-default,netty-direct", split = ",",
+  @Option(names = "--noop", defaultValue = "pekko-grpc,netty-default,netty-direct", split = ",",
       description = "no-op servers to measure")
   List<String> noopServers;
 
-  @Option(names = "--bindings", defaultValue = "pekko,pekko-fast,netty", split = ",",
+  @Option(names = "--bindings", defaultValue = "pekko,netty", split = ",",
       description = "kvrouter.grpc.binding values to measure; bindings the server refuses are reported and skipped")
   List<String> bindings;
 
-  @Option(names = "--steps", defaultValue = "noop,router,yield", split = ",",
-      description = "noop (no-op servers), router (Select and Book+Release per binding), yield (Select hop off/on)")
+  @Option(names = "--steps", defaultValue = "noop,router", split = ",",
+      description = "noop (no-op servers), router (Select and Book+Release per binding)")
   List<String> steps;
 
   @Option(names = "--no-pairs", description = "skip the Book+Release pairs")
@@ -122,7 +116,7 @@ public final class TransportBench implements Callable<Integer> {
   private long clockTicks;
   private int step;
   private int totalSteps;
-  /** The round being measured (1-based); 0 outside the rounds (the yield servers). */
+  /** The round being measured (1-based). */
   private int round;
 
   /** One measured point from the grpc-java driver. */
@@ -146,7 +140,6 @@ public final class TransportBench implements Callable<Integer> {
   public Integer call() throws Exception {
     if (quick) {
       warmupFirst = 1;
-      yieldWarmup = 1;
       warmup = 1;
       measure = 2;
       if (out == null) {
@@ -187,19 +180,6 @@ public final class TransportBench implements Callable<Integer> {
         plan.add(() -> measureSideBySide(servers));
       }
       plan.add(() -> servers.forEach(Running::close));
-    }
-    if (steps.contains(YIELD)) {
-      plan.add(() -> measureYield(false));
-      plan.add(() -> measureYield(true));
-      if (selectHopKeyWired()) {
-        plan.add(() -> measureServerHop("off"));
-        plan.add(() -> measureServerHop("on"));
-      } else {
-        notes.add("The router has no `kvrouter.grpc.select-hop` key yet: the yield was measured with the bench-only "
-            + "`YieldRouterServer`: the `pekko` binding's own handler (`GrpcServer.handler` over `GrpcServices`), "
-            + "each Select request handed once to the actor system's default dispatcher before it is decoded and "
-            + "picked when `on`, handled where it arrived when `off`.");
-      }
     }
     totalSteps = plan.size();
     progress("plan: %d servers, %s connections x %d outstanding, windows %.0f s first warm-up / %.0f s warm-up / "
@@ -261,10 +241,6 @@ public final class TransportBench implements Callable<Integer> {
         + "Book+Release) on a server, %.0f s before each later one, %.0f s measured", warmupFirst, warmup, measure);
   }
 
-  double yieldWarmupSeconds() {
-    return yieldWarmup;
-  }
-
   int outstanding() {
     return outstanding;
   }
@@ -308,7 +284,7 @@ public final class TransportBench implements Callable<Integer> {
   private static final Pattern PORT_LINE = Pattern.compile("^PORT (\\d+)");
   private static final Pattern MAIN_UP = Pattern.compile("kvrouter is up: gRPC [^:\\s]+:(\\d+)");
   private static final Pattern GRPC_BINDING = Pattern.compile("gRPC \\((\\S+) binding\\)");
-  private static final Pattern NOTABLE = Pattern.compile("(?i)binding|select-hop|ERROR|Exception");
+  private static final Pattern NOTABLE = Pattern.compile("(?i)binding|ERROR|Exception");
 
   /** A server kept running through the rounds. */
   private record Running(String group, String key, String label, String binding, ServerProcess process, int port)
@@ -523,71 +499,9 @@ public final class TransportBench implements Callable<Integer> {
     return env;
   }
 
-  private void measureYield(boolean hop) {
-    String mode = hop ? "on" : "off";
-    String key = "yield-bench-" + mode;
-    String label = "Select hop " + mode + " (bench server = `pekko` binding's handler)";
-    progress("yield, bench server with hop %s: starting", mode);
-    try (ServerProcess server = ServerProcess.start(
-        ServerProcess.javaCommand(YieldRouterServer.class.getName(), flags(), List.of(mode)), routerEnv("pekko"),
-        PORT_LINE, NOTABLE, logs.resolve(key + ".log"))) {
-      int port = server.awaitPort(90);
-      RouterSetup.run(port, !noKvEvents);
-      driveYield(key, label, port, server);
-    } catch (Exception e) {
-      fail(YIELD, key, label, e);
-    }
-  }
-
-  private void measureServerHop(String mode) {
-    // kvrouter.grpc.select-hop is read by the netty binding only: measuring it on another binding measures nothing
-    String binding = "netty";
-    String key = "yield-" + binding + "-" + mode;
-    String label = "Select hop " + mode + " (kvrouter `" + binding + "`, kvrouter.grpc.select-hop)";
-    progress("yield, router binding %s with kvrouter.grpc.select-hop=%s: starting", binding, mode);
-    List<String> flags = new ArrayList<>(flags());
-    flags.add("-Dkvrouter.grpc.select-hop=" + mode);
-    try (ServerProcess server = ServerProcess.start(
-        ServerProcess.javaCommand("io.kvrouter.server.Main", flags, List.of()), routerEnv(binding), MAIN_UP,
-        NOTABLE, logs.resolve(key + ".log")).killOnClose()) {
-      int port = server.awaitPort(90);
-      RouterSetup.run(port, !noKvEvents);
-      driveYield(key, label, port, server);
-    } catch (Exception e) {
-      fail(YIELD, key, label, e);
-    }
-  }
-
-  private List<String> yieldPoints() {
-    List<String> points = new ArrayList<>();
-    for (Body body : bodyList()) {
-      points.add("select:" + body.key + ":" + maxConnections());
-    }
-    return points;
-  }
-
-  private static boolean selectHopKeyWired() {
-    try {
-      return ConfigFactory.parseResourcesAnySyntax("application").resolve().hasPath("kvrouter.grpc.select-hop");
-    } catch (RuntimeException e) {
-      return false;
-    }
-  }
-
   private String drive(String group, String key, String label, int port, ServerProcess server, List<String> points)
       throws IOException, InterruptedException {
     return drive(group, key, label, port, server, points, null);
-  }
-
-  private String driveYield(String key, String label, int port, ServerProcess server)
-      throws IOException, InterruptedException {
-    double saved = warmupFirst;
-    warmupFirst = yieldWarmup;
-    try {
-      return drive(YIELD, key, label, port, server, yieldPoints());
-    } finally {
-      warmupFirst = saved;
-    }
   }
 
   /** Runs the load driver process over {@code points}; returns the server header the probe saw, null on failure. */

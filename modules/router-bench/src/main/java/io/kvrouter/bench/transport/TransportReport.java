@@ -34,7 +34,7 @@ final class TransportReport {
   }
 
   /**
-   * Writes the tables this run has rows for; a file whose step did not run (say {@code --steps yield}) keeps what
+   * Writes the tables this run has rows for; a file whose step did not run (say {@code --steps noop}) keeps what
    * an earlier run wrote, so a partial run never blanks the published tables.
    */
   void write(Path out) throws IOException {
@@ -46,9 +46,6 @@ final class TransportReport {
     }
     if (hasRows(TransportBench.NOOP, "pair") || hasRows(TransportBench.ROUTER, "pair")) {
       Files.writeString(out.resolve("transport-book.md"), book());
-    }
-    if (!results.stream().filter(r -> r.group().equals(TransportBench.YIELD)).toList().isEmpty()) {
-      Files.writeString(out.resolve("transport-yield.md"), hop());
     }
     if (!h2.isEmpty()) {
       Files.writeString(out.resolve("transport-h2load.md"), h2load());
@@ -247,9 +244,6 @@ final class TransportReport {
         s.append("- ").append(r.label()).append(": not measured (").append(r.error()).append(").\n");
       }
       for (String note : new java.util.LinkedHashSet<>(notes)) {
-        if (note.contains("select-hop")) {
-          continue;
-        }
         s.append("- ").append(note).append('\n');
       }
       s.append('\n');
@@ -276,48 +270,6 @@ final class TransportReport {
     }
     s.append('\n');
     appendFailuresAndNotes(s, TransportBench.NOOP);
-    return s.toString();
-  }
-
-  String hop() {
-    StringBuilder s = new StringBuilder(header("Transport: the Dynamo PR's yield (Select on the handler's thread vs "
-        + "handed once to another executor)"));
-    List<Result> rows = of(TransportBench.YIELD, "select");
-    s.append(String.format(Locale.ROOT, "Each variant is its own router process with the same setup as the router "
-        + "runs (64 workers, `kv`, KV events), warmed up %.0f s at the highest connection count before its first "
-        + "point.%n%n", bench.yieldWarmupSeconds()));
-    s.append(table(rows, "call")).append('\n');
-    s.append("## Hop cost\n\n");
-    s.append(row("server", "body", "conns", "off µs/call", "on µs/call", "Δ µs/call", "off calls/s", "on calls/s",
-        "off p50 µs", "on p50 µs"));
-    s.append(row("---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"));
-    Map<String, Result> byKey = new LinkedHashMap<>();
-    for (Result r : rows) {
-      if (r.ok()) {
-        byKey.put(r.server() + "|" + r.body().key + "|" + r.connections(), r);
-      }
-    }
-    for (Result off : rows) {
-      if (!off.ok() || !off.server().endsWith("-off")) {
-        continue;
-      }
-      String base = off.server().substring(0, off.server().length() - "-off".length());
-      Result on = byKey.get(base + "-on|" + off.body().key + "|" + off.connections());
-      if (on == null) {
-        continue;
-      }
-      s.append(row(base, off.body().key, off.connections(), f1(off.serverUs()), f1(on.serverUs()),
-          f1(on.serverUs() - off.serverUs()), f0(off.opsPerS()), f0(on.opsPerS()), f0(off.p50()), f0(on.p50())));
-    }
-    s.append('\n');
-    for (Result r : failures(TransportBench.YIELD)) {
-      s.append("- ").append(r.label()).append(": not measured (").append(r.error()).append(").\n");
-    }
-    for (String note : notes) {
-      if (note.contains("select-hop")) {
-        s.append("- ").append(note).append('\n');
-      }
-    }
     return s.toString();
   }
 

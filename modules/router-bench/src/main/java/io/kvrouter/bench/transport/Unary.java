@@ -7,6 +7,7 @@ import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.kvrouter.api.ReasonTrailer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -16,7 +17,6 @@ import java.util.concurrent.TimeoutException;
 /** One blocking unary call over a plain grpc-java channel (no stubs), with the response headers kept. */
 final class Unary {
   static final Metadata.Key<String> SERVER = Metadata.Key.of("server", Metadata.ASCII_STRING_MARSHALLER);
-  static final Metadata.Key<String> REASON = Metadata.Key.of("kvrouter-reason", Metadata.ASCII_STRING_MARSHALLER);
 
   /** The answer and the response headers of a successful call. */
   record Answer<R>(R message, Metadata headers) {}
@@ -73,7 +73,7 @@ final class Unary {
 
   static String describe(StatusRuntimeException e) {
     Metadata trailers = e.getTrailers();
-    String reason = trailers == null ? null : trailers.get(REASON);
+    String reason = ReasonTrailer.of(trailers);
     return e.getStatus().getCode() + (reason == null ? "" : " " + reason)
         + (e.getStatus().getDescription() == null ? "" : ": " + e.getStatus().getDescription());
   }

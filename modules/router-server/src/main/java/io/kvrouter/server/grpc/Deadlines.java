@@ -7,11 +7,16 @@ import org.apache.pekko.grpc.javadsl.Metadata;
 
 /** Reads the caller's deadline from {@code grpc-timeout} (pekko-grpc does not enforce it, so we do). */
 public final class Deadlines {
+  /** The request header that carries the caller's remaining deadline. */
+  public static final String HEADER = "grpc-timeout";
+  private static final char[] UNITS = {'n', 'u', 'm', 'S', 'M', 'H'};
+  private static final long MAX_AMOUNT = 100_000_000L;
+
   private Deadlines() {}
 
   /** The remaining time the caller gave this call, or null when it sent no deadline. */
   public static Duration remaining(Metadata metadata) {
-    Optional<String> header = metadata.getText("grpc-timeout");
+    Optional<String> header = metadata.getText(HEADER);
     return header.map(Deadlines::parse).orElse(null);
   }
 
@@ -38,6 +43,23 @@ public final class Deadlines {
       case 'n' -> Duration.ofNanos(amount);
       default -> throw malformed(value);
     };
+  }
+
+  /** The gRPC wire form of {@code remaining}: at most 8 digits in the finest unit that holds it, rounded down. */
+  public static String encode(Duration remaining) {
+    long amount;
+    try {
+      amount = Math.max(0, remaining.toNanos());
+    } catch (ArithmeticException e) {
+      amount = Long.MAX_VALUE;
+    }
+    for (char unit : UNITS) {
+      if (amount < MAX_AMOUNT) {
+        return amount + String.valueOf(unit);
+      }
+      amount /= Character.isLowerCase(unit) ? 1_000 : 60;
+    }
+    return (MAX_AMOUNT - 1) + "H";
   }
 
   private static RuntimeException malformed(String value) {

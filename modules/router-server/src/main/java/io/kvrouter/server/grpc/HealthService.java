@@ -30,10 +30,6 @@ public final class HealthService implements HealthPowerApi {
 
   @Override
   public CompletionStage<HealthCheckResponse> check(HealthCheckRequest in, Metadata metadata) {
-    return check(in);
-  }
-
-  public CompletionStage<HealthCheckResponse> check(HealthCheckRequest in) {
     if (!in.getService().isEmpty() && !services.contains(in.getService())) {
       return CompletableFuture.failedFuture(new GrpcServiceException(
           Status.NOT_FOUND.withDescription("unknown service '" + in.getService() + "'")));
@@ -44,10 +40,6 @@ public final class HealthService implements HealthPowerApi {
   /** Sends the status now and again whenever it changes (polled once a second). */
   @Override
   public Source<HealthCheckResponse, NotUsed> watch(HealthCheckRequest in, Metadata metadata) {
-    return watch(in);
-  }
-
-  public Source<HealthCheckResponse, NotUsed> watch(HealthCheckRequest in) {
     if (!in.getService().isEmpty() && !services.contains(in.getService())) {
       return Source.single(response(ServingStatus.SERVICE_UNKNOWN));
     }

@@ -1,5 +1,6 @@
 package io.kvrouter.server.grpc;
 
+import io.kvrouter.api.Stages;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.ModelKvIndex;
@@ -11,14 +12,17 @@ import java.util.concurrent.CompletionStage;
 public final class ModelStates {
   private ModelStates() {}
 
+  /** The state, or a failed stage (an empty model: INVALID_ARGUMENT EMPTY_MODEL; an unknown one: NOT_FOUND). */
   public static CompletionStage<ModelState> read(RouterCluster cluster, String model, Duration remaining) {
-    RequestLimits.requireModel(model);
-    return cluster.client(model).state(remaining).thenApplyAsync(snapshot -> {
+    return Calls.guard(() -> {
+      RequestLimits.requireModel(model);
+      return cluster.client(model).state(remaining);
+    }).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())
           .build();
-    }, Runnable::run);
+    }, Stages.SAME_THREAD);
   }
 }

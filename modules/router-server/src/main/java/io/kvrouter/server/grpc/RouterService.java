@@ -1,5 +1,7 @@
 package io.kvrouter.server.grpc;
 
+import static io.kvrouter.api.Stages.SAME_THREAD;
+
 import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.PrefillMarked;
@@ -11,26 +13,21 @@ import io.kvrouter.api.v1.Selection;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.admission.BookingAnswer;
-import io.kvrouter.core.selection.RequestLimits;
-import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.Executor;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
 /**
  * kvrouter.v1.Router. Select is answered on the handler's thread from the node's view; Book and the booking
  * mutations go through the model's admission actor with the caller's deadline.
  *
- * <p>Every binding calls the same methods: the power-API methods read the deadline from the request metadata and
- * delegate to the overloads that take the remaining deadline ({@code null}: the caller sent none), which the other
- * bindings ({@link io.kvrouter.server.transport.Binding}) call directly.
+ * <p>Both bindings call these methods: the caller's deadline travels as {@code grpc-timeout} in the request metadata
+ * ({@link Deadlines}), and a binding that learns of a cancelled call cancels the returned stage.
  */
 public final class RouterService implements RouterPowerApi {
-  private static final Executor SAME_THREAD = Runnable::run;
-
   private final RouterCluster cluster;
   private final ProtoMapping mapping;
 
@@ -39,13 +36,9 @@ public final class RouterService implements RouterPowerApi {
     this.mapping = mapping;
   }
 
+  /** Advisory: answered on the calling thread; never reads a deadline. */
   @Override
   public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
-    return select(in);
-  }
-
-  /** Advisory: answered on the calling thread; never reads a deadline. */
-  public CompletionStage<Selection> select(RouteRequest in) {
     return Calls.guard(() -> {
       ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, false, queue.view());
@@ -53,20 +46,16 @@ public final class RouterService implements RouterPowerApi {
     });
   }
 
-  @Override
-  public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
-    return Calls.guard(() -> book(in, Deadlines.remaining(metadata)));
-  }
-
   /**
    * Books through the admission actor. Cancelling the returned future (a binding does when its call is cancelled)
    * cancels the facade's, which then sends CancelBook for whatever this call booked.
    */
-  public CompletionStage<Booking> book(RouteRequest in, Duration remaining) {
+  @Override
+  public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
       ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
-      CompletableFuture<BookingAnswer> booking = queue.book(request, remaining);
+      CompletableFuture<BookingAnswer> booking = queue.book(request, Deadlines.remaining(metadata));
       CompletableFuture<Booking> answer = booking.thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
       answer.whenComplete((done, failure) -> {
         if (answer.isCancelled()) {
@@ -79,31 +68,22 @@ public final class RouterService implements RouterPowerApi {
 
   @Override
   public CompletionStage<Released> release(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> release(in, Deadlines.remaining(metadata)));
-  }
-
-  public CompletionStage<Released> release(BookingRef in, Duration remaining) {
-    return Calls.guard(() -> cluster.client(checked(in)).release(in.getRequestId(), in.getAttempt(), remaining)
+    return Calls.guard(() -> cluster.client(checked(in))
+        .release(in.getRequestId(), in.getAttempt(), Deadlines.remaining(metadata))
         .thenApplyAsync(r -> Released.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
   }
 
   @Override
   public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> markPrefillDone(in, Deadlines.remaining(metadata)));
-  }
-
-  public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Duration remaining) {
-    return Calls.guard(() -> cluster.client(checked(in)).markPrefillDone(in.getRequestId(), in.getAttempt(), remaining)
+    return Calls.guard(() -> cluster.client(checked(in))
+        .markPrefillDone(in.getRequestId(), in.getAttempt(), Deadlines.remaining(metadata))
         .thenApplyAsync(r -> PrefillMarked.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
   }
 
   @Override
   public CompletionStage<Renewed> renew(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> renew(in, Deadlines.remaining(metadata)));
-  }
-
-  public CompletionStage<Renewed> renew(BookingRef in, Duration remaining) {
-    return Calls.guard(() -> cluster.client(checked(in)).renew(in.getRequestId(), in.getAttempt(), remaining)
+    return Calls.guard(() -> cluster.client(checked(in))
+        .renew(in.getRequestId(), in.getAttempt(), Deadlines.remaining(metadata))
         .thenApplyAsync(r -> Renewed.newBuilder().setApplied(r.applied())
             .setLeaseExpiresUnixMs(r.leaseExpiresAtMillis()).build(), SAME_THREAD));
   }

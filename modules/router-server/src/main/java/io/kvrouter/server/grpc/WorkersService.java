@@ -1,5 +1,8 @@
 package io.kvrouter.server.grpc;
 
+import io.kvrouter.core.selection.RequestLimits;
+import static io.kvrouter.api.Stages.SAME_THREAD;
+
 import io.kvrouter.api.v1.Deregistered;
 import io.kvrouter.api.v1.KvEventAck;
 import io.kvrouter.api.v1.KvEvent;
@@ -20,22 +23,17 @@ import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.error.RoutingError;
-import io.kvrouter.core.selection.RequestLimits;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.Executor;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
 /**
- * kvrouter.v1.Workers: membership and engine-reported load, all through the model's admission actor. The power-API
- * methods read the deadline from the metadata and delegate to the overloads every other binding calls.
+ * kvrouter.v1.Workers: membership and engine-reported load through the model's admission actor, with the caller's
+ * deadline from the metadata; KV events straight into the node's index.
  */
 public final class WorkersService implements WorkersPowerApi {
-  private static final Executor SAME_THREAD = Runnable::run;
-
   private final RouterCluster cluster;
 
   public WorkersService(RouterCluster cluster) {
@@ -44,14 +42,10 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<Registered> register(WorkerRegistration in, Metadata metadata) {
-    return Calls.guard(() -> register(in, Deadlines.remaining(metadata)));
-  }
-
-  public CompletionStage<Registered> register(WorkerRegistration in, Duration remaining) {
     return Calls.guard(() -> {
       WorkerConfig config = ProtoMapping.toWorkerConfig(in, cluster.region());
       config.validate();
-      return cluster.client(in.getModel()).register(config, remaining)
+      return cluster.client(in.getModel()).register(config, Deadlines.remaining(metadata))
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
               .build(), SAME_THREAD);
     });
@@ -59,13 +53,9 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<Deregistered> deregister(WorkerKey in, Metadata metadata) {
-    return Calls.guard(() -> deregister(in, Deadlines.remaining(metadata)));
-  }
-
-  public CompletionStage<Deregistered> deregister(WorkerKey in, Duration remaining) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel());
-      return cluster.client(in.getModel()).deregister(in.getWorkerId(), remaining)
+      return cluster.client(in.getModel()).deregister(in.getWorkerId(), Deadlines.remaining(metadata))
           .thenApplyAsync(dropped -> Deregistered.newBuilder().setApplied(true).setDroppedBookings(dropped)
               .build(), SAME_THREAD);
     });
@@ -73,10 +63,6 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<LoadAck> reportLoad(LoadReport in, Metadata metadata) {
-    return Calls.guard(() -> reportLoad(in, Deadlines.remaining(metadata)));
-  }
-
-  public CompletionStage<LoadAck> reportLoad(LoadReport in, Duration remaining) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel());
       List<RankReport> ranks = new ArrayList<>(in.getRanksCount());
@@ -84,19 +70,17 @@ public final class WorkersService implements WorkersPowerApi {
         ranks.add(new RankReport(r.getDpRank(), r.getActiveDecodeBlocks(), r.getActivePrefillTokens(),
             r.getWaitingRequests()));
       }
-      return cluster.client(in.getModel()).reportLoad(in.getWorkerId(), ranks, remaining)
+      return cluster.client(in.getModel()).reportLoad(in.getWorkerId(), ranks, Deadlines.remaining(metadata))
           .thenApplyAsync(done -> LoadAck.newBuilder().setApplied(true).build(), SAME_THREAD);
     });
   }
 
-  /** Applies the batch to this node's index of the model at once, and to the region's other nodes by pub-sub. */
+  /**
+   * Applies the batch to this node's index of the model at once (on the calling thread, reading no deadline), and
+   * to the region's other nodes by pub-sub.
+   */
   @Override
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in, Metadata metadata) {
-    return publishKvEvents(in);
-  }
-
-  /** Applied on the calling thread; reads no deadline. */
-  public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel());
       List<KvEventRecord> events = new ArrayList<>(in.getEventsCount());

@@ -12,6 +12,7 @@ import static org.apache.pekko.http.javadsl.server.Directives.pathPrefix;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageOrBuilder;
 import com.google.protobuf.util.JsonFormat;
+import io.kvrouter.api.Stages;
 import io.kvrouter.api.v1.ModelList;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.error.RoutingError;
@@ -22,7 +23,6 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
-import java.util.concurrent.CompletionException;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
@@ -61,18 +61,11 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private Route modelState(RouterCluster cluster, Optional<String> model) {
-    try {
-      RequestLimits.requireModel(model.orElse(null));
-    } catch (RoutingException e) {
-      return error(e.error());
-    }
-    return onComplete(ModelStates.read(cluster, model.get(), READ_TIMEOUT), result -> {
+    return onComplete(ModelStates.read(cluster, model.orElse(""), READ_TIMEOUT), result -> {
       if (result.isSuccess()) {
         return json(StatusCodes.OK, result.get());
       }
-      Throwable failure = result.failed().get();
-      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-          ? failure.getCause() : failure;
+      Throwable cause = Stages.unwrap(result.failed().get());
       if (cause instanceof RoutingException routing) {
         return error(routing.error());
       }

@@ -4,11 +4,9 @@ import java.util.Locale;
 
 /** How the one gRPC port is served; chosen by {@code kvrouter.grpc.binding}. */
 public enum Binding {
-  /** Pekko gRPC's generated handlers on pekko-http (the stock binding). */
+  /** Pekko gRPC's generated handlers on pekko-http. */
   PEKKO("pekko"),
-  /** A strict unary fast path on pekko-http for kvrouter's unary calls, the stock handlers for everything else. */
-  PEKKO_FAST("pekko-fast"),
-  /** grpc-java's Netty server with a direct executor (handlers never block). */
+  /** grpc-java's Netty server over the protoc-gen-grpc-java stubs, with a direct executor (handlers never block). */
   NETTY("netty");
 
   private final String configName;
@@ -28,7 +26,6 @@ public enum Binding {
         return binding;
       }
     }
-    throw new IllegalArgumentException("kvrouter.grpc.binding must be one of pekko, pekko-fast, netty; got '"
-        + value + "'");
+    throw new IllegalArgumentException("kvrouter.grpc.binding must be one of pekko, netty; got '" + value + "'");
   }
 }

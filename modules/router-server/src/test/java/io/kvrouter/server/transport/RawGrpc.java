@@ -2,26 +2,28 @@ package io.kvrouter.server.transport;
 
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 import com.google.protobuf.InvalidProtocolBufferException;
-import com.google.protobuf.Message;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.MethodDescriptor;
-import io.grpc.protobuf.ProtoUtils;
 import io.grpc.reflection.v1alpha.ServerReflectionGrpc;
 import io.grpc.reflection.v1alpha.ServerReflectionRequest;
 import io.grpc.reflection.v1alpha.ServerReflectionResponse;
 import io.grpc.reflection.v1alpha.ServiceResponse;
 import io.grpc.stub.ClientCalls;
 import io.grpc.stub.StreamObserver;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A plain grpc-java client (not Pekko gRPC's): unary calls through method descriptors built from the generated
- * messages, so tests can set call options such as compression, and server reflection (v1alpha) through
+ * A plain grpc-java client (not Pekko gRPC's): unary calls through the generated grpc-java method descriptors, so
+ * tests can set call options such as compression or send raw bytes, and server reflection (v1alpha) through
  * grpc-services' stub.
  */
 final class RawGrpc implements AutoCloseable {
@@ -31,15 +33,22 @@ final class RawGrpc implements AutoCloseable {
     channel = ManagedChannelBuilder.forAddress("127.0.0.1", port).usePlaintext().build();
   }
 
-  static <Req extends Message, Resp extends Message> MethodDescriptor<Req, Resp> unary(String service, String method,
-      Req request, Resp response) {
-    return MethodDescriptor.<Req, Resp>newBuilder()
-        .setType(MethodDescriptor.MethodType.UNARY)
-        .setFullMethodName(MethodDescriptor.generateFullMethodName(service, method))
-        .setRequestMarshaller(ProtoUtils.marshaller(request))
-        .setResponseMarshaller(ProtoUtils.marshaller(response))
-        .build();
-  }
+  /** Messages as raw bytes, for requests no generated client would send. */
+  static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
+    @Override
+    public InputStream stream(byte[] value) {
+      return new ByteArrayInputStream(value);
+    }
+
+    @Override
+    public byte[] parse(InputStream stream) {
+      try {
+        return stream.readAllBytes();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+  };
 
   <Req, Resp> Resp call(MethodDescriptor<Req, Resp> method, CallOptions options, Req request) {
     return ClientCalls.blockingUnaryCall(channel, method,

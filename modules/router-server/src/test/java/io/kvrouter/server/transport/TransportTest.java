@@ -6,6 +6,7 @@ import static io.kvrouter.server.TestRouter.reason;
 import static io.kvrouter.server.TestRouter.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 import io.grpc.CallOptions;
@@ -14,7 +15,9 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.kvrouter.api.health.v1.HealthCheckRequest;
 import io.kvrouter.api.health.v1.HealthCheckResponse;
+import io.kvrouter.api.health.v1.HealthGrpc;
 import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.api.v1.RouterGrpc;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.server.TestRouter;
 import java.util.List;
@@ -27,7 +30,10 @@ import org.junit.jupiter.params.Parameter;
 import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** What every binding must serve the same way: reflection, health, non-ASCII error messages, compressed calls. */
+/**
+ * What both bindings must serve the same way: reflection, health, non-ASCII error messages, compressed calls, and
+ * our statuses for bodies that do not parse.
+ */
 @ParameterizedClass(name = "{0}")
 @EnumSource(Binding.class)
 class TransportTest {
@@ -51,11 +57,9 @@ class TransportTest {
     router.close();
   }
 
-  static final io.grpc.MethodDescriptor<RouteRequest, Selection> SELECT = RawGrpc.unary("kvrouter.v1.Router",
-      "Select", RouteRequest.getDefaultInstance(), Selection.getDefaultInstance());
-  static final io.grpc.MethodDescriptor<HealthCheckRequest, HealthCheckResponse> HEALTH_CHECK = RawGrpc.unary(
-      "grpc.health.v1.Health", "Check", HealthCheckRequest.getDefaultInstance(),
-      HealthCheckResponse.getDefaultInstance());
+  private static final io.grpc.MethodDescriptor<RouteRequest, Selection> SELECT = RouterGrpc.getSelectMethod();
+  private static final io.grpc.MethodDescriptor<HealthCheckRequest, HealthCheckResponse> HEALTH_CHECK =
+      HealthGrpc.getCheckMethod();
 
   @Test
   void reflectionListsEveryServiceAndDescribesThem() throws Exception {
@@ -89,12 +93,7 @@ class TransportTest {
 
   @Test
   void healthWatchStreamsTheCurrentStatus() throws Exception {
-    var watch = io.grpc.MethodDescriptor.<HealthCheckRequest, HealthCheckResponse>newBuilder()
-        .setType(io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
-        .setFullMethodName("grpc.health.v1.Health/Watch")
-        .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(HealthCheckRequest.getDefaultInstance()))
-        .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(HealthCheckResponse.getDefaultInstance()))
-        .build();
+    var watch = HealthGrpc.getWatchMethod();
     CompletableFuture<HealthCheckResponse> first = new CompletableFuture<>();
     ClientCall<HealthCheckRequest, HealthCheckResponse> call = raw.channel.newCall(watch,
         CallOptions.DEFAULT.withDeadlineAfter(10, TimeUnit.SECONDS));
@@ -121,7 +120,7 @@ class TransportTest {
 
   @Test
   void aNonAsciiErrorMessageArrivesIntact() {
-    // with and without a '%': Pekko gRPC's stock handler mangles the first unless GrpcErrors pre-encodes it
+    // with and without a '%': Pekko gRPC's stock handler mangles the first unless StatusMapping pre-encodes it
     for (String model : new String[] {"modèle-é/ü/漢字", "modèle-é/ü/漢字 100%", "50%25 done"}) {
       StatusRuntimeException e = failure(router.router.select(RouteRequest.newBuilder().setModel(model)
           .setIslTokens(16).build()));
@@ -140,6 +139,17 @@ class TransportTest {
         raw.call(SELECT, CallOptions.DEFAULT.withCompression("gzip"),
             RouteRequest.newBuilder().setModel("nope").setIslTokens(64).build()));
     assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
-    assertThat(e.getTrailers().get(TestRouter.REASON)).isEqualTo("UNKNOWN_MODEL");
+    assertThat(reason(e)).isEqualTo("UNKNOWN_MODEL");
+  }
+
+  @Test
+  void aBodyThatIsNotAProtobufMessageIsInvalidArgumentMalformed() {
+    // field 1 (model, length-delimited) announcing 100 bytes, followed by 2
+    byte[] truncated = {0x0a, 100, 'm', 'x'};
+    var rawSelect = SELECT.toBuilder(RawGrpc.BYTES, RawGrpc.BYTES).build();
+    StatusRuntimeException e = catchThrowableOfType(StatusRuntimeException.class,
+        () -> raw.call(rawSelect, CallOptions.DEFAULT, truncated));
+    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+    assertThat(reason(e)).isEqualTo("MALFORMED");
   }
 }

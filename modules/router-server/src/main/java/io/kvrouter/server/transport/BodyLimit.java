@@ -1,4 +1,4 @@
-package io.kvrouter.server.grpc;
+package io.kvrouter.server.transport;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -19,7 +19,7 @@ import scala.Option;
  * Enforces the request size limit on our unary services. The whole body is read before answering, even past the
  * limit: a server that answers while the client is still sending resets the stream, and clients then report
  * CANCELLED instead of our RESOURCE_EXHAUSTED. An over-limit body reaches the handler as an entity that fails with
- * {@link EntityStreamSizeException}, which {@link GrpcErrors} maps. Streaming services (reflection, health watch)
+ * {@link EntityStreamSizeException}, which {@link io.kvrouter.server.grpc.StatusMapping} maps. Streaming services (reflection, health watch)
  * pass through untouched.
  */
 final class BodyLimit {

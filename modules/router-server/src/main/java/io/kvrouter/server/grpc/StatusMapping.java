@@ -1,12 +1,13 @@
 package io.kvrouter.server.grpc;
 
+import com.google.protobuf.InvalidProtocolBufferException;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.kvrouter.api.ReasonTrailer;
+import io.kvrouter.api.Stages;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.grpc.GrpcServiceException;
 import org.apache.pekko.grpc.Trailers;
@@ -18,16 +19,11 @@ import org.apache.pekko.grpc.javadsl.StringEntry;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
 
 /**
- * Maps failures onto gRPC statuses. Every rejection carries its machine-readable reason in the
- * {@value #REASON_KEY} trailer and a human-readable description.
+ * Maps failures onto gRPC statuses, for both bindings. Every rejection carries its machine-readable reason in the
+ * {@link ReasonTrailer} and a human-readable description.
  */
-public final class GrpcErrors {
-  public static final String REASON_KEY = "kvrouter-reason";
-  /** The reason trailer for grpc-java (the NETTY binding and clients). */
-  public static final io.grpc.Metadata.Key<String> REASON =
-      io.grpc.Metadata.Key.of(REASON_KEY, io.grpc.Metadata.ASCII_STRING_MARSHALLER);
-
-  private GrpcErrors() {}
+public final class StatusMapping {
+  private StatusMapping() {}
 
   public static Status.Code toStatus(RoutingError.Code code) {
     return switch (code) {
@@ -45,13 +41,18 @@ public final class GrpcErrors {
 
   public static Trailers trailers(RoutingError error) {
     return new Trailers(Status.fromCode(toStatus(error.code())).withDescription(error.message()),
-        new MetadataBuilder().addText(REASON_KEY, error.reason()).build());
+        new MetadataBuilder().addText(ReasonTrailer.NAME, error.reason()).build());
   }
 
   /** RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE, for a request over {@code limit} bytes (on every binding). */
   public static RoutingError messageTooLarge(long limit) {
     return new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
         "request message larger than the server's limit of " + limit + " bytes");
+  }
+
+  /** INVALID_ARGUMENT MALFORMED, for a request body that is not a valid protobuf message of its type. */
+  public static RoutingError malformedBody(String detail) {
+    return RoutingError.invalid(RoutingError.MALFORMED, "request message is not a valid protobuf message: " + detail);
   }
 
   /** The exception handler given to every generated service handler. */
@@ -77,12 +78,15 @@ public final class GrpcErrors {
   }
 
   static Trailers toTrailers(Throwable failure, ActorSystem system) throws Exception {
-    Throwable cause = unwrap(failure);
+    Throwable cause = Stages.unwrap(failure);
     if (cause instanceof RoutingException routing) {
       return trailers(routing.error());
     }
     if (cause instanceof EntityStreamSizeException tooLarge) {
       return trailers(messageTooLarge(tooLarge.limit()));
+    }
+    if (cause instanceof InvalidProtocolBufferException malformed) {
+      return trailers(malformedBody(malformed.getMessage()));
     }
     if (cause instanceof GrpcServiceException grpc) {
       return new Trailers(grpc.status(), grpc.getMetadata());
@@ -91,8 +95,7 @@ public final class GrpcErrors {
   }
 
   /**
-   * The same mapping as {@link #handler()}, as a grpc-java status with its trailers, for the bindings that do not
-   * run Pekko gRPC's handlers (NETTY answers with it; PEKKO_FAST renders it as headers).
+   * The same mapping as {@link #handler()}, as a grpc-java status with its trailers, for the NETTY binding.
    */
   public static StatusRuntimeException toStatusException(Throwable failure, ActorSystem system) {
     Trailers trailers;
@@ -119,7 +122,7 @@ public final class GrpcErrors {
    * Percent-encodes a grpc-message per the gRPC HTTP/2 spec: the UTF-8 bytes outside printable ASCII (0x20–0x7E),
    * and '%' itself, as %XX.
    */
-  public static String percentEncode(String message) {
+  static String percentEncode(String message) {
     boolean plain = true;
     for (int i = 0; i < message.length() && plain; i++) {
       char c = message.charAt(i);
@@ -140,13 +143,5 @@ public final class GrpcErrors {
       }
     }
     return out.toString();
-  }
-
-  private static Throwable unwrap(Throwable failure) {
-    Throwable t = failure;
-    while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
-      t = t.getCause();
-    }
-    return t;
   }
 }

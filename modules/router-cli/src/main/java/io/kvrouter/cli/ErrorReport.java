@@ -4,16 +4,13 @@ import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusException;
 import io.grpc.StatusRuntimeException;
+import io.kvrouter.api.ReasonTrailer;
 import java.util.Optional;
 
 /** Turns a failed call into the CLI's one-line error: {@code ERROR <STATUS> <reason>: <description>}. */
-public final class GrpcErrors {
+public final class ErrorReport {
 
-  /** The trailer in which the server puts its machine-readable reason (DESIGN.md §3). */
-  public static final Metadata.Key<String> REASON_KEY =
-      Metadata.Key.of("kvrouter-reason", Metadata.ASCII_STRING_MARSHALLER);
-
-  private GrpcErrors() {}
+  private ErrorReport() {}
 
   /** A gRPC failure: its status, the server's reason (may be empty) and the description (may be empty). */
   public record Failure(Status.Code code, String reason, String description) {
@@ -42,7 +39,7 @@ public final class GrpcErrors {
   }
 
   static Failure of(Status status, Metadata trailers) {
-    String reason = trailers == null ? null : trailers.get(REASON_KEY);
+    String reason = ReasonTrailer.of(trailers);
     String description = status.getDescription();
     if ((description == null || description.isEmpty()) && status.getCause() != null) {
       description = status.getCause().toString();

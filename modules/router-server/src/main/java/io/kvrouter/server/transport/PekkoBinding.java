@@ -1,0 +1,53 @@
+package io.kvrouter.server.transport;
+
+import io.kvrouter.api.health.v1.Health;
+import io.kvrouter.api.health.v1.HealthPowerApiHandlerFactory;
+import io.kvrouter.api.v1.Admin;
+import io.kvrouter.api.v1.AdminPowerApiHandlerFactory;
+import io.kvrouter.api.v1.Router;
+import io.kvrouter.api.v1.RouterPowerApiHandlerFactory;
+import io.kvrouter.api.v1.Workers;
+import io.kvrouter.api.v1.WorkersPowerApiHandlerFactory;
+import io.kvrouter.server.grpc.StatusMapping;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.grpc.javadsl.ServerReflection;
+import org.apache.pekko.grpc.javadsl.ServiceHandler;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.japi.function.Function;
+
+/** The PEKKO binding: Pekko gRPC's generated handlers for Router, Workers, Admin, health and reflection on pekko-http. */
+final class PekkoBinding {
+  private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(3);
+
+  private PekkoBinding() {}
+
+  /** Binds the port; it is released on the actor system's CoordinatedShutdown. */
+  static CompletionStage<InetSocketAddress> start(ActorSystem<?> system, GrpcServices services, String host, int port,
+      long maxMessageBytes) {
+    return Http.get(system).newServerAt(host, port).bind(handler(system, services, maxMessageBytes))
+        .thenApply(binding -> {
+          binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+          return binding.localAddress();
+        });
+  }
+
+  private static Function<HttpRequest, CompletionStage<HttpResponse>> handler(ActorSystem<?> system,
+      GrpcServices services, long maxMessageBytes) {
+    var errors = StatusMapping.handler();
+    Function<HttpRequest, CompletionStage<HttpResponse>> handlers = ServiceHandler.concatOrNotFound(
+        RouterPowerApiHandlerFactory.create(services.router(), errors, system),
+        WorkersPowerApiHandlerFactory.create(services.workers(), errors, system),
+        AdminPowerApiHandlerFactory.create(services.admin(), errors, system),
+        HealthPowerApiHandlerFactory.create(services.health(), errors, system),
+        ServerReflection.create(
+            List.of(Router.description, Workers.description, Admin.description, Health.description), system));
+    // 5 bytes of gRPC framing per unary message
+    return new BodyLimit(system, maxMessageBytes + 5).around("/kvrouter.v1.", handlers);
+  }
+}
