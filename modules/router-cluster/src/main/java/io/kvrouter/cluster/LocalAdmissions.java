@@ -25,8 +25,20 @@ final class LocalAdmissions {
     slot(model).set(actor);
   }
 
+  java.util.Set<String> modelsHeld() {
+    return actors.keySet();
+  }
+
+  /** Drops the model's slot (its actor passivated: the node keeps nothing for the model). */
+  void forget(String model) {
+    actors.remove(model);
+  }
+
   /** Clears the slot unless a newer incarnation already took it. */
   void stopped(String model, ActorRef<ModelAdmission.Command> actor) {
-    slot(model).compareAndSet(actor, null);
+    AtomicReference<ActorRef<ModelAdmission.Command>> slot = actors.get(model);
+    if (slot != null) {
+      slot.compareAndSet(actor, null);
+    }
   }
 }

@@ -15,6 +15,9 @@ public final class ModelStates {
     RequestLimits.requireModel(model);
     return cluster.client(model).state(remaining).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
+      if (index == null) {
+        return ProtoMapping.toProto(snapshot); // the actor passivated since it answered
+      }
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())
