@@ -6,7 +6,7 @@ import java.time.Duration;
 
 /** The {@code kvrouter.admission} config block. */
 public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, Duration deadlineMargin,
-    Duration expiryInterval, Duration kvTtl, int kvMaxEntries) {
+    Duration expiryInterval, Duration kvTtl, int kvMaxEntries, int kvBlocksPerKvBlock) {
 
   public static final String DISPATCHER = "kvrouter.admission.dispatcher";
 
@@ -18,6 +18,7 @@ public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, D
         c.getDuration("deadline-margin"),
         c.getDuration("expiry-interval"),
         config.getDuration("kvrouter.kv-index.approximate-ttl"),
-        config.getInt("kvrouter.kv-index.approximate-max-entries"));
+        config.getInt("kvrouter.kv-index.approximate-max-entries"),
+        config.getInt("kvrouter.kv-index.blocks-per-kv-block"));
   }
 }

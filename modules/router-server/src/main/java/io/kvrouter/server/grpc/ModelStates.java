@@ -20,6 +20,7 @@ public final class ModelStates {
       }
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())
+          .setKvBlocksOverCapacity(index.overCapacityBlockCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())
           .build();
     }, Runnable::run);
