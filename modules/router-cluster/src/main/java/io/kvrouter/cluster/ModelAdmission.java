@@ -35,7 +35,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 /**
  * The admission actor of one model (a Cluster Sharding entity, id = model name). A thin shell around
  * {@link AdmissionState}: every command is one call on it, the reply goes out after the state (and with it the load
- * cells and the published view) has changed.
+ * cells and the published view) has changed. Sharding never passivates it for idleness (a model with workers may
+ * receive only Selects, which never reach it); it passivates itself once its model holds nothing.
  */
 public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Command> {
 
