@@ -1,6 +1,5 @@
 package io.kvrouter.bench;
 
-import com.typesafe.config.ConfigFactory;
 import io.kvrouter.api.v1.AdminClient;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.ModelStateRequest;
@@ -48,15 +47,7 @@ final class MemoryBench {
 
   static List<Path> run(Path out, boolean quick) throws Exception {
     Settings s = Settings.defaults(quick);
-    RouterNode node = Main.init(ConfigFactory.parseString("""
-        kvrouter.grpc.host = 127.0.0.1
-        kvrouter.grpc.port = 0
-        kvrouter.management.host = 127.0.0.1
-        kvrouter.management.port = 0
-        pekko.remote.artery.canonical.hostname = 127.0.0.1
-        pekko.remote.artery.canonical.port = 0
-        pekko.loglevel = WARNING
-        """));
+    RouterNode node = LoopbackNode.start("");
     try {
       ActorSystem<Void> system = node.system();
       Cluster cluster = Cluster.get(system);
