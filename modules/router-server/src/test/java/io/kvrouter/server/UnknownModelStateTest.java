@@ -72,8 +72,11 @@ class UnknownModelStateTest {
       assertThat(route.statusCode()).isEqualTo(404);
       assertThat(ViewRegistry.get(router.node.system()).view(model)).isNull();
       assertThat(router.node.cluster().kvIndex(model)).isNull();
+      // no facade is kept for the name: each lookup hands out a throwaway one
+      assertThat(router.node.cluster().client(model)).isNotSameAs(router.node.cluster().client(model));
     }
     assertThat(entities()).containsExactly("real");
+    assertThat(router.node.cluster().client("real")).isSameAs(router.node.cluster().client("real"));
   }
 
   private static Set<String> entities() {
