@@ -10,6 +10,13 @@ public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, D
 
   public static final String DISPATCHER = "kvrouter.admission.dispatcher";
 
+  public AdmissionConfig {
+    if (kvBlocksPerKvBlock < 1) {
+      throw new IllegalArgumentException("kvrouter.kv-index.blocks-per-kv-block must be at least 1, got "
+          + kvBlocksPerKvBlock);
+    }
+  }
+
   public static AdmissionConfig fromConfig(Config config) {
     Config c = config.getConfig("kvrouter.admission");
     return new AdmissionConfig(
