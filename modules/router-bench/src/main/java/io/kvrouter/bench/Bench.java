@@ -59,6 +59,10 @@ public final class Bench implements Runnable {
       cli.addSubcommand(b.name(), subcommand(b.description(), List.of(b)));
     }
     cli.addSubcommand("all", subcommand("Every benchmark above, in this JVM.", BENCHMARKS));
+    // not in `all`: what the other benchmarks leave on the heap would blur its readings
+    cli.addSubcommand("memory", subcommand("Heap after GC and admission entities before and after calls on "
+        + "distinct unknown models and register/deregister cycles (run alone, in its own JVM).",
+        List.of(new Benchmark("memory", "", MemoryBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     return cli.execute(args);
   }

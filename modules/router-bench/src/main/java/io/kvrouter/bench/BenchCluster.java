@@ -119,10 +119,10 @@ final class BenchCluster implements AutoCloseable {
 
   /** A model with {@code workers} workers of {@link Fixtures#worker} under {@code policy}. */
   ModelClient model(String model, int workers, String policy) {
-    ModelClient queue = routing.client(model);
     for (int i = 0; i < workers; i++) {
-      join(queue.register(Fixtures.worker(Fixtures.workerId(i)), null));
+      join(routing.client(model).register(Fixtures.worker(Fixtures.workerId(i)), null));
     }
+    ModelClient queue = routing.client(model); // registered: the node's facade of the model
     join(queue.setPolicy(policy, Map.of(), null));
     return queue;
   }

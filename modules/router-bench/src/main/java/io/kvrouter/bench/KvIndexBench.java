@@ -193,7 +193,8 @@ final class KvIndexBench {
     return memory;
   }
 
-  private static long settledHeap() {
+  /** Heap used after System.gc() x4, the minimum of the readings (MemoryBench uses it too). */
+  static long settledHeap() {
     MemoryMXBean bean = ManagementFactory.getMemoryMXBean();
     long used = Long.MAX_VALUE;
     for (int i = 0; i < 4; i++) {

@@ -43,6 +43,16 @@ class BenchSmokeTest {
   }
 
   @Test
+  @Timeout(value = 300)
+  void memoryQuickWritesItsTable(@TempDir Path out) throws Exception {
+    assertThat(Bench.run("memory", "--quick", "--out", out.toString())).isZero();
+    assertThat(read(out, "memory.md"))
+        .contains("| phase | calls | heap after GC (MiB) | growth since the previous row (KiB) | "
+            + "growth per call (bytes) | admission entities |")
+        .contains("| after 500 distinct unknown names", "| after 100 register/deregister cycles");
+  }
+
+  @Test
   void jmhAnnotationProcessorRan() {
     assertThat(getClass().getClassLoader().getResource(Jmh.BENCHMARK_LIST)).isNotNull();
   }

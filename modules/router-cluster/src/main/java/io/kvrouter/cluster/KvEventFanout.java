@@ -31,9 +31,16 @@ public final class KvEventFanout {
   private final Function<String, ModelKvIndex> indexes;
   private final ActorRef<Topic.Command<Published>> topic;
   private final String self;
+  private final int blocksPerKvBlock;
 
-  KvEventFanout(ActorSystem<?> system, ViewRegistry registry, Function<String, ModelKvIndex> indexes) {
+  /**
+   * @param blocksPerKvBlock how many index blocks a rank may hold per KV block of its registered capacity
+   *     ({@code kvrouter.kv-index.blocks-per-kv-block})
+   */
+  KvEventFanout(ActorSystem<?> system, ViewRegistry registry, Function<String, ModelKvIndex> indexes,
+      int blocksPerKvBlock) {
     this.registry = registry;
+    this.blocksPerKvBlock = blocksPerKvBlock;
     this.indexes = indexes;
     Cluster cluster = Cluster.get(system);
     this.self = cluster.selfMember().address().toString();
@@ -48,8 +55,10 @@ public final class KvEventFanout {
   private Behavior<Published> subscriber() {
     return Behaviors.receive(Published.class)
         .onMessage(Published.class, batch -> {
-          if (!batch.origin().equals(self) && registry.view(batch.model()) != null) {
-            applyLocally(batch.model(), new Rank(batch.workerId(), batch.dpRank()), batch.events());
+          SelectionView view = registry.view(batch.model());
+          WorkerConfig worker = view == null ? null : view.worker(batch.workerId());
+          if (!batch.origin().equals(self) && worker != null) {
+            applyLocally(batch.model(), worker, batch.dpRank(), batch.events());
           }
           return Behaviors.same();
         })
@@ -70,17 +79,19 @@ public final class KvEventFanout {
       throw WorkerConfig.unknownWorker(model, workerId);
     }
     worker.requireRank(dpRank);
-    Applied applied = applyLocally(model, worker.rank(dpRank), events);
+    Applied applied = applyLocally(model, worker, dpRank, events);
     topic.tell(Topic.publish(new Published(self, model, workerId, dpRank, events)));
     return applied;
   }
 
-  private Applied applyLocally(String model, Rank rank, List<KvEventRecord> events) {
+  private Applied applyLocally(String model, WorkerConfig worker, int dpRank, List<KvEventRecord> events) {
     ModelKvIndex index = indexes.apply(model);
+    Rank rank = worker.rank(dpRank);
+    int maxBlocks = (int) Math.min(Integer.MAX_VALUE, (long) worker.totalKvBlocks() * blocksPerKvBlock);
     long gapsBefore = index.gapCount();
     int applied = 0;
     for (KvEventRecord event : events) {
-      if (index.apply(rank, event.eventId(), event.toEvent())) {
+      if (index.apply(rank, event.eventId(), event.toEvent(), maxBlocks)) {
         applied++;
       }
     }

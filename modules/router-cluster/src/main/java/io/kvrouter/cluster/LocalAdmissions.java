@@ -10,7 +10,8 @@ import org.apache.pekko.actor.typed.ActorRef;
  * falls back to the region otherwise: when the model's shard lives on another node, before its actor has started here,
  * and from the moment it stops (a rebalance hands the shard off). A command racing that stop is lost with the actor
  * and its ask times out, which a rebalance does to in-flight commands anyway: the caller gets an error, never a
- * silent booking.
+ * silent booking. (Register never takes the shortcut: see {@link ModelClient#register}.) A model whose actor
+ * passivated has no slot here.
  */
 final class LocalAdmissions {
   private final ConcurrentHashMap<String, AtomicReference<ActorRef<ModelAdmission.Command>>> actors =
@@ -25,8 +26,20 @@ final class LocalAdmissions {
     slot(model).set(actor);
   }
 
+  java.util.Set<String> modelsHeld() {
+    return actors.keySet();
+  }
+
+  /** Drops the model's slot (its actor passivated: the node keeps nothing for the model). */
+  void forget(String model) {
+    actors.remove(model);
+  }
+
   /** Clears the slot unless a newer incarnation already took it. */
   void stopped(String model, ActorRef<ModelAdmission.Command> actor) {
-    slot(model).compareAndSet(actor, null);
+    AtomicReference<ActorRef<ModelAdmission.Command>> slot = actors.get(model);
+    if (slot != null) {
+      slot.compareAndSet(actor, null);
+    }
   }
 }

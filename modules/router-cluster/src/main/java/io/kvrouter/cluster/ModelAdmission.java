@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -27,12 +28,15 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
 
 /**
  * The admission actor of one model (a Cluster Sharding entity, id = model name). A thin shell around
  * {@link AdmissionState}: every command is one call on it, the reply goes out after the state (and with it the load
- * cells and the published view) has changed.
+ * cells and the published view) has changed. Sharding never passivates it for idleness (a model with workers may
+ * receive only Selects, which never reach it); it passivates itself once its model holds nothing.
  */
 public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Command> {
 
@@ -69,6 +73,11 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     INSTANCE
   }
 
+  /** Sharding's stop message (passivation, rebalance): sent after the commands already on their way to the actor. */
+  public enum Stop implements Command {
+    INSTANCE
+  }
+
   public record RegisterReply(Registered registered, RoutingError error) implements CborSerializable {}
 
   public record DeregisterReply(int droppedBookings, RoutingError error) implements CborSerializable {}
@@ -79,24 +88,34 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record BookReply(BookingAnswer answer, RoutingError error) implements CborSerializable {}
 
-  /** What the node gives each admission actor it hosts. */
+  /**
+   * What the node gives each admission actor it hosts. {@code forget} drops whatever the node keeps for a model (view,
+   * facade, KV index, local-actor slot) once its actor has passivated.
+   */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
-      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals) {}
+      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals,
+      Consumer<String> forget) {}
 
   private final AdmissionState state;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
   private final LocalAdmissions locals;
+  private final ActorRef<ClusterSharding.ShardCommand> shard;
+  private final Environment env;
 
-  public static Behavior<Command> create(String model, Environment env) {
+  /** @param shard the entity's shard, which passivates it */
+  public static Behavior<Command> create(String model, ActorRef<ClusterSharding.ShardCommand> shard, Environment env) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
       timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
-      return new ModelAdmission(ctx, model, env);
+      return new ModelAdmission(ctx, model, shard, env);
     }));
   }
 
-  private ModelAdmission(ActorContext<Command> context, String model, Environment env) {
+  private ModelAdmission(ActorContext<Command> context, String model, ActorRef<ClusterSharding.ShardCommand> shard,
+      Environment env) {
     super(context);
     this.locals = env.locals();
+    this.shard = shard;
+    this.env = env;
     // attempt floor 0: attempts are time-ordered; a replicated ledger will hand a new incarnation its floor
     this.state = new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
         env.registry()::publish, 0);
@@ -118,6 +137,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(Renew.class, m -> reply(m.replyTo(), state.renew(m.requestId(), m.attempt())))
         .onMessage(GetState.class, m -> reply(m.replyTo(), state.snapshot()))
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
+        .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
         .onSignal(PostStop.class, signal -> {
           locals.stopped(state.model(), getContext().getSelf());
           return this;
@@ -127,8 +147,50 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private <T> Behavior<Command> reply(ActorRef<T> replyTo, T value) {
     replyTo.tell(value);
+    return afterCommand();
+  }
+
+  /**
+   * Answers the queued Books the command decided, then passivates the actor once its model holds nothing (no
+   * worker, booking or queued Book, the clock past its last attempt's millisecond: see
+   * {@link AdmissionState#isDisposable}). A model with workers is never passivated, however idle: Selects never
+   * reach its actor. The expiry timer calls this too, so a model left empty within its last attempt's millisecond
+   * passivates on the next tick.
+   */
+  private Behavior<Command> afterCommand() {
     answerCompletions();
-    return this;
+    if (!state.isDisposable()) {
+      return this;
+    }
+    ActorRef<Command> self = getContext().getSelf();
+    // facades fall back to the region, which buffers commands while the shard passivates the actor
+    locals.stopped(state.model(), self);
+    shard.tell(new ClusterSharding.Passivate<>(self));
+    getContext().getLog().debug("admission for model '{}' holds nothing: passivating", state.model());
+    return passivating();
+  }
+
+  /**
+   * Between the Passivate and sharding's Stop: a command already sent straight to this actor goes back through the
+   * region, whose shard buffers it and starts the next incarnation with it once this one has stopped. (Until the
+   * shard has read the Passivate, the region delivers it here again: it bounces until then.)
+   */
+  private Behavior<Command> passivating() {
+    EntityRef<Command> region = ClusterSharding.get(getContext().getSystem())
+        .entityRefFor(ENTITY_KEY, state.model());
+    return Behaviors.receive(Command.class)
+        .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
+        .onMessageEquals(ExpireLeases.INSTANCE, Behaviors::same)
+        .onMessage(Command.class, command -> {
+          region.tell(command);
+          return Behaviors.same();
+        })
+        .onSignal(PostStop.class, signal -> {
+          locals.stopped(state.model(), getContext().getSelf());
+          env.forget().accept(state.model());
+          return Behaviors.same();
+        })
+        .build();
   }
 
   private Behavior<Command> onRegister(Register m) {
@@ -169,8 +231,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     BookOutcome outcome = state.book(m.request(), m.nonce(), m.deadlineMillis());
     if (outcome instanceof BookOutcome.Queued) {
       queued.put(m.nonce(), m.replyTo());
-      answerCompletions();
-      return this;
+      return afterCommand();
     }
     return reply(m.replyTo(), toReply(outcome));
   }
@@ -179,8 +240,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     if (state.cancelBook(m.requestId(), m.nonce())) {
       queued.remove(m.nonce());
     }
-    answerCompletions();
-    return this;
+    return afterCommand();
   }
 
   private Behavior<Command> onExpire() {
@@ -188,8 +248,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     if (expired > 0) {
       getContext().getLog().info("model '{}': {} booking(s) expired on their lease", state.model(), expired);
     }
-    answerCompletions();
-    return this;
+    return afterCommand();
   }
 
   /** Answers queued Books that the last command decided. */

@@ -142,9 +142,17 @@ public final class ModelClient {
     return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.Renew(requestId, attempt, replyTo), remaining, Function.identity());
   }
 
+  /**
+   * Always through the shard region, never straight to a local actor: a Register may race the model's passivation
+   * (its last worker just left), and while the shard passivates the actor it buffers the Register and starts the next
+   * incarnation with it, whereas one sent straight to the actor could land after its stop and be lost.
+   */
   public CompletionStage<Registered> register(WorkerConfig worker, Duration remaining) {
-    return this.<ModelAdmission.RegisterReply, Registered>ask(replyTo -> new ModelAdmission.Register(worker, replyTo), remaining,
-        reply -> unwrap(reply.error(), reply.registered()));
+    CompletableFuture<Registered> result = new CompletableFuture<>();
+    entity.<ModelAdmission.RegisterReply>ask(replyTo -> new ModelAdmission.Register(worker, replyTo),
+        askTimeout(remaining)).whenCompleteAsync(complete(result, remaining,
+            reply -> unwrap(reply.error(), reply.registered())), SAME_THREAD);
+    return result;
   }
 
   /** Returns how many live bookings were dropped with the worker. */
@@ -184,7 +192,14 @@ public final class ModelClient {
   private <R, T> CompletionStage<T> ask(org.apache.pekko.japi.function.Function<ActorRef<R>, ModelAdmission.Command>
       message, Duration remaining, Function<R, T> onReply) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    send(message, askTimeout(remaining)).whenCompleteAsync((reply, failure) -> {
+    send(message, askTimeout(remaining)).whenCompleteAsync(complete(result, remaining, onReply), SAME_THREAD);
+    return result;
+  }
+
+  /** Completes {@code result} from an ask's reply (mapped by {@code onReply}) or its failure. */
+  private <R, T> java.util.function.BiConsumer<R, Throwable> complete(CompletableFuture<T> result, Duration remaining,
+      Function<R, T> onReply) {
+    return (reply, failure) -> {
       if (failure != null) {
         result.completeExceptionally(mapFailure(failure, remaining));
         return;
@@ -194,8 +209,7 @@ public final class ModelClient {
       } catch (RuntimeException e) {
         result.completeExceptionally(e);
       }
-    }, SAME_THREAD);
-    return result;
+    };
   }
 
   /** The model's admission actor while it runs on this node (commands then skip the region), else null. */

@@ -3,9 +3,15 @@ package io.kvrouter.cluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.indexer.ApproximateKvIndex;
 import io.kvrouter.core.indexer.ModelKvIndex;
-import java.util.function.Function;
+import io.kvrouter.core.selection.SelectionView;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -33,21 +39,23 @@ public final class RouterCluster {
   private final Scheduler scheduler;
   private final Clock clock;
   private final AdmissionConfig config;
-  private final Function<String, ModelKvIndex> kvIndex;
+  private final Map<String, ModelKvIndex> kvIndexes;
   private final KvEventFanout kvEvents;
   private final String region;
-  private final ConcurrentHashMap<String, ModelClient> clients = new ConcurrentHashMap<>();
+  /** Facades of the models this node has a view of; dropped when the model's actor passivates. */
+  private final Map<String, ModelClient> clients;
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
-      Clock clock, AdmissionConfig config, Function<String, ModelKvIndex> kvIndex, KvEventFanout kvEvents,
-      String region) {
+      Clock clock, AdmissionConfig config, Map<String, ModelKvIndex> kvIndexes, Map<String, ModelClient> clients,
+      KvEventFanout kvEvents, String region) {
     this.sharding = sharding;
     this.registry = registry;
     this.locals = locals;
     this.scheduler = scheduler;
     this.clock = clock;
     this.config = config;
-    this.kvIndex = kvIndex;
+    this.kvIndexes = kvIndexes;
+    this.clients = clients;
     this.kvEvents = kvEvents;
     this.region = region;
   }
@@ -57,9 +65,12 @@ public final class RouterCluster {
     return region;
   }
 
-  /** This node's KV index of a model (event-fed per worker once it publishes, approximate before). */
+  /**
+   * This node's KV index of a model (event-fed per worker once it publishes, approximate before), or null while the
+   * model has no admission actor here.
+   */
   public ModelKvIndex kvIndex(String model) {
-    return kvIndex.apply(model);
+    return kvIndexes.get(model);
   }
 
   public KvEventFanout kvEvents() {
@@ -79,16 +90,26 @@ public final class RouterCluster {
         m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(),
             ApproximateKvIndex.DEFAULT_PRUNE_TARGET_RATIO, clock::millis));
     LocalAdmissions locals = new LocalAdmissions();
+    ConcurrentHashMap<String, ModelClient> clients = new ConcurrentHashMap<>();
+    Consumer<String> forget = model -> {
+      clients.remove(model);
+      registry.forget(model);
+      kvIndexes.remove(model);
+      locals.forget(model);
+    };
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, locals);
+        config.expiryInterval(), kvIndex::apply, locals, forget);
     ClusterSharding sharding = ClusterSharding.get(system);
-    // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle.
+    // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle. An
+    // actor passivates itself once its model holds nothing (ModelAdmission.afterCommand).
     ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
-    sharding.init(Entity.of(ModelAdmission.ENTITY_KEY, ctx -> decorator.apply(ModelAdmission.create(ctx.getEntityId(), env)))
+    sharding.init(Entity.of(ModelAdmission.ENTITY_KEY,
+            ctx -> decorator.apply(ModelAdmission.create(ctx.getEntityId(), ctx.getShard(), env)))
         .withSettings(settings)
+        .withStopMessage(ModelAdmission.Stop.INSTANCE)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
-    RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndex,
-        new KvEventFanout(system, registry, kvIndex),
+    RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndexes,
+        clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock()),
         org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().dataCenter());
     Holder.ID.apply(system).node = node;
     return node;
@@ -114,11 +135,34 @@ public final class RouterCluster {
     volatile RouterCluster node;
   }
 
-  /** The facade of a model (created on first use, one per model and node). */
+  /**
+   * The facade of a model. One per model and node while the node has a view of it; for a model it has no view of,
+   * a throwaway facade that keeps nothing: it answers every call as for an unknown model, except Register, which
+   * goes through the shard region and starts the model's actor. A facade is valid for the life of its model's actor:
+   * look it up per call (a facade kept across a passivation keeps reading the old, empty view).
+   */
   public ModelClient client(String model) {
+    ModelClient known = clients.get(model);
+    if (known != null) {
+      return known;
+    }
+    SelectionView view = registry.view(model);
+    if (view == null || view.isEmpty()) {
+      return new ModelClient(model, sharding.entityRefFor(ModelAdmission.ENTITY_KEY, model), new AtomicReference<>(),
+          scheduler, new AtomicReference<>(), clock, config);
+    }
     return clients.computeIfAbsent(model, m -> new ModelClient(m,
         sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), locals.slot(m), scheduler, registry.slot(m), clock,
         config));
+  }
+
+  /** Every model this node keeps anything for (facade, view slot, KV index, local-actor slot), even an empty one. */
+  Set<String> modelsHeld() {
+    Set<String> held = new TreeSet<>(clients.keySet());
+    held.addAll(registry.modelsHeld());
+    held.addAll(kvIndexes.keySet());
+    held.addAll(locals.modelsHeld());
+    return held;
   }
 
   /** Models with at least one registered worker, as this node sees them. */

@@ -30,6 +30,16 @@ public final class ViewRegistry implements Extension {
     return slot == null ? null : slot.get();
   }
 
+  /** Models with a slot, empty or not. */
+  java.util.Set<String> modelsHeld() {
+    return views.keySet();
+  }
+
+  /** Drops the model's slot (its admission actor passivated). */
+  void forget(String model) {
+    views.remove(model);
+  }
+
   public void publish(SelectionView view) {
     slot(view.model()).set(view);
   }

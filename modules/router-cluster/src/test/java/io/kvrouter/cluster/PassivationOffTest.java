@@ -19,10 +19,14 @@ class PassivationOffTest {
     try (TestCluster cluster = TestCluster.start(Clock.SYSTEM)) {
       ModelClient client = cluster.modelWithWorkers("quiet", "round_robin", "a", "b");
       BookingAnswer booked = join(client.book(Requests.of("quiet", "kept", 64), null));
+      // workers and no booking: not empty, so its actor does not passivate itself either
+      ModelClient selectsOnly = cluster.modelWithWorkers("selects-only", "round_robin", "c");
+      var selectsOnlyActor = selectsOnly.localAdmission();
       long end = System.nanoTime() + 3_000_000_000L;
       int selects = 0;
       while (System.nanoTime() < end) {
         client.selectWithoutAdmission(Requests.of("quiet", "", 64));
+        selectsOnly.selectWithoutAdmission(Requests.of("selects-only", "", 64));
         selects++;
         Thread.sleep(20);
       }
@@ -30,6 +34,9 @@ class PassivationOffTest {
       ModelSnapshot state = cluster.state(client);
       assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("kept");
       assertThat(state.bookings().get(0).attempt()).isEqualTo(booked.attempt());
+      assertThat(selectsOnlyActor).isNotNull();
+      assertThat(cluster.client("selects-only").localAdmission()).isEqualTo(selectsOnlyActor);
+      assertThat(UnknownModelTest.entities(cluster)).containsExactly("quiet", "selects-only");
     }
   }
 }

@@ -61,10 +61,11 @@ final class TestCluster implements AutoCloseable {
   }
 
   ModelClient modelWithWorkers(String model, String policy, String... workers) {
-    ModelClient client = client(model);
     for (String id : workers) {
-      join(client.register(worker(id), null));
+      join(client(model).register(worker(id), null));
     }
+    // the facade of a registered model (before, client(model) hands out a throwaway one)
+    ModelClient client = client(model);
     join(client.setPolicy(policy, Map.of("seed", "11"), null));
     return client;
   }

@@ -213,6 +213,22 @@ class KvRoutingEndToEndTest {
   }
 
   @Test
+  void aRankIndexesAtMostItsBoundAndStateCountsTheRest() {
+    String model = "kv-bounded";
+    // 2 KV blocks x blocks-per-kv-block (4, the default) = 8 blocks in the index
+    join(router.workers.register(worker(model, "small").setTotalKvBlocks(2).build()));
+    for (int chain = 0; chain < 3; chain++) {
+      KvStored.Builder stored = KvStored.newBuilder();
+      for (int i = 0; i < 4; i++) {
+        stored.addBlocks(StoredBlock.newBuilder().setBlockHash(chain * 100 + i).setTokensHash(chain * 1000 + i + 1));
+      }
+      publish(model, "small", KvEvent.newBuilder().setEventId(chain + 1).setStored(stored).build());
+    }
+    assertThat(router.state(model).getKvBlocksOverCapacity()).isEqualTo(4);
+    assertThat(router.node.cluster().kvIndex(model).events().entryCount()).isEqualTo(8);
+  }
+
+  @Test
   void overloadFilteringFollowsTheErrorOrder() {
     String model = "kv-overload";
     model(model);

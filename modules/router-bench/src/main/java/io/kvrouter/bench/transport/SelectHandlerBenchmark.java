@@ -1,11 +1,10 @@
 package io.kvrouter.bench.transport;
 
 import com.google.protobuf.InvalidProtocolBufferException;
-import com.typesafe.config.ConfigFactory;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.core.selection.RequestLimits;
-import io.kvrouter.server.Main;
+import io.kvrouter.bench.LoopbackNode;
 import io.kvrouter.server.RouterNode;
 import io.kvrouter.server.grpc.ProtoMapping;
 import io.kvrouter.server.grpc.RouterService;
@@ -41,16 +40,7 @@ public class SelectHandlerBenchmark {
 
   @Setup(Level.Trial)
   public void start() throws InterruptedException {
-    node = Main.init(ConfigFactory.parseString("""
-        kvrouter.grpc.binding = netty
-        kvrouter.grpc.host = 127.0.0.1
-        kvrouter.grpc.port = 0
-        kvrouter.management.host = 127.0.0.1
-        kvrouter.management.port = 0
-        pekko.remote.artery.canonical.hostname = 127.0.0.1
-        pekko.remote.artery.canonical.port = 0
-        pekko.loglevel = WARNING
-        """));
+    node = LoopbackNode.start("kvrouter.grpc.binding = netty");
     RouterSetup.run(node.grpcPort(), true);
     router = new RouterService(node.cluster(),
         new ProtoMapping(new RequestLimits(node.system().settings().config().getInt("kvrouter.max-tokens"))));

@@ -79,6 +79,17 @@ public final class AdmissionState {
     return ledger.snapshot();
   }
 
+  /**
+   * True once the model holds nothing (no worker, no live booking, no queued Book) and the clock is past the
+   * millisecond of the last attempt issued: a later state started from floor 0 then issues only attempts above every
+   * one this state issued ({@link AttemptIds} are {@code millis << 16} plus a counter), so the state can be dropped
+   * without handing anything on.
+   */
+  public boolean isDisposable() {
+    return membership.workers().isEmpty() && ledger.isEmpty() && queue.isEmpty()
+        && (ledger.highestAttempt() >>> 16) < clock.millis();
+  }
+
   // ---- membership and policy
 
   public Registered register(WorkerConfig config) {

@@ -45,6 +45,15 @@ public final class BookingLedger {
     return new LedgerSnapshot(entries, attempts.last());
   }
 
+  boolean isEmpty() {
+    return bookings.isEmpty();
+  }
+
+  /** The highest attempt this ledger (or the incarnation it was rebuilt from) issued; 0 if none. */
+  long highestAttempt() {
+    return attempts.last();
+  }
+
   /** The live booking of a request id, whatever its attempt, or null. */
   Booking live(String requestId) {
     return bookings.get(requestId);

@@ -24,6 +24,10 @@ import java.util.TreeMap;
  *   <li>Removed clears one tier; when a rank no longer holds a block on any tier, the rank's blocks below it go too
  *       (the rank could never match them again, since a match walks from the root). Hence a rank's blocks always form
  *       a prefix-closed set, which keeps removal local.</li>
+ *   <li>A rank holds at most the blocks its caller allows ({@code maxBlocks}: its registered capacity times a
+ *       configured multiple). A real engine never holds more, so a Stored beyond it is wrong or out of order: the
+ *       blocks past the bound are not stored and are counted ({@link #overCapacityBlockCount()}); a Removed or
+ *       Cleared makes room again.</li>
  *   <li>Event ids are one sequence per (worker, dp_rank): an old or duplicate id is ignored; a gap means events were
  *       lost, so the rank's view can no longer be trusted and is cleared before the event applies
  *       ({@link #gapCount()}).</li>
@@ -44,6 +48,7 @@ public final class KvIndex implements KvOverlapSource {
   private final ArrayList<Node> order = new ArrayList<>();
   private volatile long gapCount;
   private volatile long droppedStoreCount;
+  private volatile long overCapacityBlockCount;
 
   // ---------------------------------------------------------------- writes
 
@@ -52,6 +57,11 @@ public final class KvIndex implements KvOverlapSource {
    * already seen (duplicate or older) and the event was ignored.
    */
   public synchronized boolean apply(Rank rank, long eventId, KvEvent event) {
+    return apply(rank, eventId, event, Integer.MAX_VALUE);
+  }
+
+  /** As {@link #apply(Rank, long, KvEvent)}, the rank holding at most {@code maxBlocks} blocks. */
+  public synchronized boolean apply(Rank rank, long eventId, KvEvent event, int maxBlocks) {
     RankState state = tree.stateForWrite(rank);
     if (state.seenEvent) {
       if (eventId <= state.lastEventId) {
@@ -64,13 +74,13 @@ public final class KvIndex implements KvOverlapSource {
     }
     state.seenEvent = true;
     state.lastEventId = eventId;
-    applyTo(state, event);
+    applyTo(state, event, maxBlocks);
     return true;
   }
 
   /** Applies an event without id tracking. */
   public synchronized void apply(Rank rank, KvEvent event) {
-    applyTo(tree.stateForWrite(rank), event);
+    applyTo(tree.stateForWrite(rank), event, Integer.MAX_VALUE);
   }
 
   /**
@@ -79,7 +89,8 @@ public final class KvIndex implements KvOverlapSource {
    */
   public synchronized boolean applyStored(Rank rank, StorageTier tier, Long parentBlockHash, long[] blockHashes,
       long[] tokensHashes) {
-    return stored(tree.stateForWrite(rank), new KvEvent.Stored(tier, parentBlockHash, blockHashes, tokensHashes));
+    return stored(tree.stateForWrite(rank), new KvEvent.Stored(tier, parentBlockHash, blockHashes, tokensHashes),
+        Integer.MAX_VALUE);
   }
 
   public synchronized void applyRemoved(Rank rank, StorageTier tier, long[] blockHashes) {
@@ -104,9 +115,9 @@ public final class KvIndex implements KvOverlapSource {
     }
   }
 
-  private void applyTo(RankState state, KvEvent event) {
+  private void applyTo(RankState state, KvEvent event, int maxBlocks) {
     if (event instanceof KvEvent.Stored s) {
-      stored(state, s);
+      stored(state, s, maxBlocks);
     } else if (event instanceof KvEvent.Removed r) {
       removed(state, r.tier(), r.blockHashes());
     } else if (event instanceof KvEvent.Cleared) {
@@ -116,7 +127,8 @@ public final class KvIndex implements KvOverlapSource {
     }
   }
 
-  private boolean stored(RankState state, KvEvent.Stored event) {
+  /** Returns false if the chain was dropped (unknown parent) or cut at {@code maxBlocks}. */
+  private boolean stored(RankState state, KvEvent.Stored event, int maxBlocks) {
     Node at = tree.root;
     if (event.parentBlockHash() != null) {
       at = state.lookup.get(event.parentBlockHash().longValue());
@@ -141,8 +153,13 @@ public final class KvIndex implements KvOverlapSource {
           return false;
         }
       }
+      int index = child == null ? -1 : child.indexOf(state.id);
+      if (index < 0 && state.lookup.size() >= maxBlocks) {
+        overCapacityBlockCount += blockHashes.length - i;
+        return false;
+      }
       child = tree.childOrCreate(at, tokensHashes[i]);
-      int index = child.indexOf(state.id);
+      index = child.indexOf(state.id);
       if (index < 0) {
         tree.insertEntry(child, state, bit, blockHash);
         countDeviceless(state, 0, bit);
@@ -466,6 +483,11 @@ public final class KvIndex implements KvOverlapSource {
   /** Stored events dropped because their parent block was unknown for the rank. */
   public long droppedStoreCount() {
     return droppedStoreCount;
+  }
+
+  /** Blocks of Stored events not stored because their rank already held its {@code maxBlocks}. */
+  public long overCapacityBlockCount() {
+    return overCapacityBlockCount;
   }
 
   /** Tree nodes (distinct cached blocks, by tokens hash path). */

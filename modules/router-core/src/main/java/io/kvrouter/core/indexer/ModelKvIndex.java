@@ -37,8 +37,16 @@ public final class ModelKvIndex implements KvOverlapSource {
 
   /** Applies one KV event (see {@link KvIndex#apply(Rank, long, KvEvent)}), switching the worker to event-fed. */
   public synchronized boolean apply(Rank rank, long eventId, KvEvent event) {
+    return apply(rank, eventId, event, Integer.MAX_VALUE);
+  }
+
+  /**
+   * As {@link #apply(Rank, long, KvEvent)}, the rank holding at most {@code maxBlocks} blocks (see
+   * {@link KvIndex#apply(Rank, long, KvEvent, int)}).
+   */
+  public synchronized boolean apply(Rank rank, long eventId, KvEvent event, int maxBlocks) {
     markEventFed(rank.workerId());
-    return events.apply(rank, eventId, event);
+    return events.apply(rank, eventId, event, maxBlocks);
   }
 
   /** Records a Book decision; ignored for event-fed workers, whose caches the events describe. */
@@ -133,6 +141,10 @@ public final class ModelKvIndex implements KvOverlapSource {
 
   public long gapCount() {
     return events.gapCount();
+  }
+
+  public long overCapacityBlockCount() {
+    return events.overCapacityBlockCount();
   }
 
   /** The event-fed index (read-only use: writes must go through this holder). */

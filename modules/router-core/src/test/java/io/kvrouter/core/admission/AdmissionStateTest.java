@@ -147,6 +147,26 @@ class AdmissionStateTest {
   }
 
   @Test
+  void disposableOnlyWhenEmptyAndPastTheLastAttemptsMillisecond() {
+    BookingAnswer booked = book("r1", 1);
+    clock.advance(Duration.ofMillis(5));
+    assertThat(state.isDisposable()).as("workers and a booking").isFalse();
+    assertThat(state.release("r1", booked.attempt()).applied()).isTrue();
+    state.deregister("a");
+    assertThat(state.isDisposable()).as("a worker is left").isFalse();
+    BookingAnswer last = book("r2", 2);
+    state.deregister("b");
+    assertThat(state.snapshot().bookings()).as("gone with its worker").isEmpty();
+    assertThat(state.isDisposable()).as("same millisecond as the last attempt").isFalse();
+    clock.advance(Duration.ofMillis(1));
+    assertThat(state.isDisposable()).isTrue();
+    AdmissionState next = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
+    next.register(worker("a"));
+    long later = ((BookOutcome.Booked) next.book(Requests.of("m", "r3", 64), 3, 0)).answer().attempt();
+    assertThat(later).as("a new incarnation started from floor 0").isGreaterThan(last.attempt());
+  }
+
+  @Test
   void registrationIsIdempotentAndConflictsAreRejectedWithoutChange() {
     long version = state.view().version();
     assertThat(state.register(worker("a")).created()).isFalse();

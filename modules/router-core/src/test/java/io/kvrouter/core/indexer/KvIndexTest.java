@@ -67,6 +67,46 @@ class KvIndexTest {
   }
 
   @Test
+  void aRankHoldsAtMostItsBoundAndRemovedMakesRoom() {
+    KvIndex index = new KvIndex();
+    KvEvent.Stored five = new KvEvent.Stored(DEVICE, null, bs(A0, 1, 2, 3, 4, 5), ts(1, 2, 3, 4, 5));
+    assertThat(index.apply(A0, 1, five, 3)).as("applied, though cut").isTrue();
+    assertThat(index.overlap(A0, ts(1, 2, 3, 4, 5))).isEqualTo(ov(3, 0, 0));
+    assertThat(index.overCapacityBlockCount()).isEqualTo(2);
+    // a block it already holds is no new block: another tier on it is kept
+    assertThat(index.apply(A0, 2, new KvEvent.Stored(HOST, null, bs(A0, 1), ts(1)), 3)).isTrue();
+    assertThat(index.overlap(A0, ts(1, 2, 3))).isEqualTo(ov(3, 0, 0));
+    assertThat(index.apply(A0, 3, new KvEvent.Stored(DEVICE, b(A0, 3), bs(A0, 4), ts(4)), 3)).isTrue();
+    assertThat(index.overCapacityBlockCount()).isEqualTo(3);
+    // other ranks have bounds of their own
+    assertThat(index.apply(B0, 1, new KvEvent.Stored(DEVICE, null, bs(B0, 1, 2, 3), ts(1, 2, 3)), 3)).isTrue();
+    assertThat(index.overlap(B0, ts(1, 2, 3))).isEqualTo(ov(3, 0, 0));
+    // Removed frees room for the next Stored
+    assertThat(index.apply(A0, 4, new KvEvent.Removed(DEVICE, bs(A0, 3)), 3)).isTrue();
+    assertThat(index.apply(A0, 5, new KvEvent.Stored(DEVICE, b(A0, 2), bs(A0, 6), ts(6)), 3)).isTrue();
+    assertThat(index.overlap(A0, ts(1, 2, 6))).isEqualTo(ov(3, 0, 0));
+    assertThat(index.overCapacityBlockCount()).isEqualTo(3);
+    assertThat(index.entryCount()).isEqualTo(6);
+  }
+
+  @Test
+  void oneMillionStoredBlocksOnAThousandBlockRankKeepAThousand() {
+    KvIndex index = new KvIndex();
+    long eventId = 0;
+    for (int chain = 0; chain < 1000; chain++) {
+      long[] tokens = new long[1000];
+      long[] blocks = new long[1000];
+      for (int i = 0; i < 1000; i++) {
+        tokens[i] = chain * 1_000_000L + i + 1;
+        blocks[i] = tokens[i] * 31;
+      }
+      index.apply(A0, ++eventId, new KvEvent.Stored(DEVICE, null, blocks, tokens), 1000);
+    }
+    assertThat(index.entryCount()).isEqualTo(1000);
+    assertThat(index.overCapacityBlockCount()).isEqualTo(999_000);
+  }
+
+  @Test
   void storedUnderAnUnknownParentIsDroppedAndCounted() {
     KvIndex index = new KvIndex();
     store(index, A0, DEVICE, 0, 1);

@@ -19,8 +19,12 @@ public final class ModelStates {
       return cluster.client(model).state(remaining);
     }).thenApplyAsync(snapshot -> {
       ModelKvIndex index = cluster.kvIndex(model);
+      if (index == null) {
+        return ProtoMapping.toProto(snapshot); // the actor passivated since it answered
+      }
       return ProtoMapping.toProto(snapshot).toBuilder()
           .setKvEventGaps(index.gapCount())
+          .setKvBlocksOverCapacity(index.overCapacityBlockCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())
           .build();
     }, Stages.SAME_THREAD);
