@@ -60,7 +60,9 @@ public final class Main {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       }
       RouterCluster routing = RouterCluster.init(system, clock, admission);
-      RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"));
+      RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"),
+          config.getInt("kvrouter.limits.max-output-tokens"), config.getInt("kvrouter.limits.max-ranks-per-worker"),
+          config.getInt("kvrouter.limits.max-allowed-workers"));
       // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
       GrpcServices services = GrpcServices.create(routing, limits,
           () -> cluster.selfMember().status() == MemberStatus.up());

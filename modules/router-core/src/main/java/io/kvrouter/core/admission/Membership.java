@@ -78,11 +78,13 @@ final class Membership {
         return new Registered(false, viewVersion);
       }
       throw new RoutingError(RoutingError.Code.ALREADY_EXISTS, RoutingError.WORKER_CONFIG_CONFLICT,
-          "worker '" + config.workerId() + "' is already registered for model '" + model
+          "worker '" + RoutingError.echo(config.workerId()) + "' is already registered for model '"
+              + RoutingError.echo(model)
               + "' with a different config; deregister it first").toException();
     }
     if (!workers.isEmpty() && workers.firstEntry().getValue().blockSize() != config.blockSize()) {
-      throw RoutingError.invalid(RoutingError.BLOCK_SIZE_MISMATCH, "model '" + model + "' uses block_size "
+      throw RoutingError.invalid(RoutingError.BLOCK_SIZE_MISMATCH,
+          "model '" + RoutingError.echo(model) + "' uses block_size "
           + workers.firstEntry().getValue().blockSize() + ", got " + config.blockSize()).toException();
     }
     workers.put(config.workerId(), config);
