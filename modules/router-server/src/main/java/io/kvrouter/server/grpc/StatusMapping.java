@@ -53,14 +53,20 @@ public final class StatusMapping {
 
   /** RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE, for a request over {@code limit} bytes (on every binding). */
   public static RoutingError messageTooLarge(long limit) {
-    return new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
-        "request message larger than the server's limit of " + limit + " bytes");
+    return logged(new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
+        "request message larger than the server's limit of " + limit + " bytes"));
   }
 
   /** INVALID_ARGUMENT MALFORMED, for a request body that is not a valid protobuf message of its type. */
   public static RoutingError malformedBody(String detail) {
-    return RoutingError.invalid(RoutingError.MALFORMED,
-        "request message is not a valid protobuf message: " + RoutingError.echo(detail));
+    return logged(RoutingError.invalid(RoutingError.MALFORMED,
+        "request message is not a valid protobuf message: " + RoutingError.echo(detail)));
+  }
+
+  /** Bodies the transport rejects are logged, rate-limited (the rest of bad input is the caller's business). */
+  private static RoutingError logged(RoutingError error) {
+    RejectionLog.rejected(error.reason(), error.message());
+    return error;
   }
 
   /** The exception handler given to every generated service handler. */
