@@ -223,7 +223,7 @@ class GrpcBadInputTest {
     rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("kv")
         .putParameters("seed", "1".repeat(257)).build()), Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
     KvStored.Builder stored = KvStored.newBuilder();
-    IntStream.range(0, 4097).forEach(i -> stored.addBlocks(StoredBlock.newBuilder().setBlockHash(i)
+    IntStream.range(0, 8193).forEach(i -> stored.addBlocks(StoredBlock.newBuilder().setBlockHash(i)
         .setTokensHash(i)));
     rejects(() -> router.workers.publishKvEvents(KvEventBatch.newBuilder().setModel(MODEL).setWorkerId("w1")
         .addEvents(KvEvent.newBuilder().setEventId(1).setStored(stored)).build()), Status.Code.INVALID_ARGUMENT,

@@ -42,7 +42,7 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
    * (256 KiB): at most this many events, and this many block hashes over all its events (two longs per stored block).
    */
   public static final int MAX_KV_EVENTS_PER_BATCH = 512;
-  public static final int MAX_KV_BLOCKS_PER_BATCH = 4_096;
+  public static final int MAX_KV_BLOCKS_PER_BATCH = 8_192;
 
   public RequestLimits {
     requireConfigurable("max-tokens", maxTokens);
