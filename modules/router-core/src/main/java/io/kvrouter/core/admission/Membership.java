@@ -11,6 +11,7 @@ import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.PolicyConfig;
 import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionView;
 import java.util.Collection;
 import java.util.HashMap;
@@ -71,7 +72,7 @@ final class Membership {
 
   /** Adds a worker (validated; identical re-registration is a no-op, a different config a conflict). */
   Registered register(WorkerConfig config) {
-    config.validate();
+    RequestLimits.requireWorkerShape(config);
     WorkerConfig existing = workers.get(config.workerId());
     if (existing != null) {
       if (existing.equals(config)) {

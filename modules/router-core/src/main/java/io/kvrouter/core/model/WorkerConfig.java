@@ -2,11 +2,10 @@ package io.kvrouter.core.model;
 
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
-import io.kvrouter.core.selection.RequestLimits;
 
 /**
  * A registered engine replica of one model. It expands to ranks [dpStart, dpStart + dpSize). Sizes are ints: the
- * proto's uint32 values above 2^31 arrive negative and are rejected by {@link RequestLimits}.
+ * proto's uint32 values above 2^31 arrive negative and are rejected by RequestLimits.
  */
 public record WorkerConfig(
     String workerId,
@@ -23,11 +22,6 @@ public record WorkerConfig(
     endpoint = endpoint == null ? "" : endpoint;
     region = region == null ? "" : region;
     role = role == null ? WorkerRole.AGGREGATED : role;
-  }
-
-  /** Rejects a configuration that cannot be routed to (the fixed limits of {@link RequestLimits}); changes nothing. */
-  public void validate() {
-    RequestLimits.requireWorkerShape(this);
   }
 
   /** Whether {@code dpRank} is one of this worker's ranks, [dpStart, dpStart + dpSize). */

@@ -48,7 +48,8 @@ class RequestLimitsTest {
 
   @Test
   void theAdmissionStateChecksTheFixedLimitsToo() {
-    assertThatThrownBy(() -> worker(Integer.MAX_VALUE, 2, 16).validate()).isInstanceOf(RoutingException.class);
+    assertThatThrownBy(() -> RequestLimits.requireWorkerShape(worker(Integer.MAX_VALUE, 2, 16)))
+        .isInstanceOf(RoutingException.class);
   }
 
   @Test
