@@ -3,7 +3,9 @@
 // with @grpc/proto-loader. It makes unary calls described in JSON and answers each with a JSON result.
 //
 //   node client.js '<call>'        one call (an object) or several (an array), run in order; prints the result(s)
-//   node client.js --stdin         one call per input line, one result line per call; exits when stdin closes
+//   node client.js --stdin         one call per input line, one result line per call; exits when stdin closes.
+//                                  A line holding an array runs its calls concurrently (on the same channel) and
+//                                  answers one line with the array of their results
 //
 // A call:   {"id": "...", "target": "127.0.0.1:50051", "service": "Router", "method": "Select",
 //            "request": {...proto3 JSON, proto field names...}, "metadata": {"x-key": "text", "x-key-bin": "<base64>"},
@@ -177,7 +179,8 @@ async function runStdin() {
     }
     let result;
     try {
-      result = await runCall(JSON.parse(line));
+      const parsed = JSON.parse(line);
+      result = Array.isArray(parsed) ? await Promise.all(parsed.map(runCall)) : await runCall(parsed);
     } catch (e) {
       result = localFailure({}, Date.now(), `bad input line: ${e && e.message ? e.message : e}`);
     }

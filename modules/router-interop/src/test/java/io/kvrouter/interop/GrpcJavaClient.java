@@ -19,6 +19,10 @@ import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.WorkerRegistration;
 import java.util.Base64;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -94,6 +98,18 @@ final class GrpcJavaClient implements InteropClient {
       Metadata t = e.getTrailers() != null ? e.getTrailers() : trailers.get();
       return new Reply(e.getStatus().getCode(), e.getStatus().getDescription(), reason(t),
           toMap(responseHeaders.get()), toMap(t), null);
+    }
+  }
+
+  @Override
+  public List<Reply> callTogether(List<Call> calls) {
+    ExecutorService callers = Executors.newFixedThreadPool(calls.size());
+    try {
+      List<CompletableFuture<Reply>> replies = calls.stream()
+          .map(call -> CompletableFuture.supplyAsync(() -> call(call), callers)).toList();
+      return replies.stream().map(CompletableFuture::join).toList();
+    } finally {
+      callers.shutdownNow();
     }
   }
 

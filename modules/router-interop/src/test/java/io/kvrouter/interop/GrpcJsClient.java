@@ -2,6 +2,7 @@ package io.kvrouter.interop;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
@@ -16,7 +17,10 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
@@ -94,22 +98,60 @@ final class GrpcJsClient implements InteropClient {
   @Override
   public synchronized Reply call(Call call) {
     String id = Long.toString(ids.incrementAndGet());
-    String line;
+    String line = exchange(request(call, id), call.timeout(), call.service() + "." + call.method());
+    return parse(line, id, call);
+  }
+
+  @Override
+  public synchronized List<Reply> callTogether(List<Call> calls) {
+    ArrayNode requests = JSON.createArrayNode();
+    List<String> callIds = new ArrayList<>();
+    Duration longest = Duration.ZERO;
+    for (Call call : calls) {
+      String id = Long.toString(ids.incrementAndGet());
+      callIds.add(id);
+      requests.add(request(call, id));
+      longest = call.timeout().compareTo(longest) > 0 ? call.timeout() : longest;
+    }
+    String line = exchange(requests, longest, calls.size() + " calls together");
     try {
-      ObjectNode request = JSON.createObjectNode();
-      request.put("id", id);
-      request.put("target", target);
-      request.put("service", call.service());
-      request.put("method", call.method());
+      JsonNode results = JSON.readTree(line);
+      List<Reply> replies = new ArrayList<>();
+      for (int i = 0; i < calls.size(); i++) {
+        replies.add(parse(JSON.writeValueAsString(results.get(i)), callIds.get(i), calls.get(i)));
+      }
+      return replies;
+    } catch (IOException e) {
+      throw new AssertionError("grpc-js answer is not JSON: " + line, e);
+    }
+  }
+
+  private ObjectNode request(Call call, String id) {
+    ObjectNode request = JSON.createObjectNode();
+    request.put("id", id);
+    request.put("target", target);
+    request.put("service", call.service());
+    request.put("method", call.method());
+    try {
       request.set("request", JSON.readTree(
           JsonFormat.printer().preservingProtoFieldNames().omittingInsignificantWhitespace().print(call.request())));
-      ObjectNode metadata = request.putObject("metadata");
-      call.metadata().forEach(metadata::put);
-      request.put("timeout_ms", call.timeout().toMillis());
-      stdin.write(JSON.writeValueAsString(request));
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    }
+    ObjectNode metadata = request.putObject("metadata");
+    call.metadata().forEach(metadata::put);
+    request.put("timeout_ms", call.timeout().toMillis());
+    return request;
+  }
+
+  /** Writes one input line and waits for its answer line. */
+  private String exchange(JsonNode input, Duration timeout, String what) {
+    String line;
+    try {
+      stdin.write(JSON.writeValueAsString(input));
       stdin.write('\n');
       stdin.flush();
-      line = lines.poll(call.timeout().toMillis() + ANSWER_GRACE_MILLIS, TimeUnit.MILLISECONDS);
+      line = lines.poll(timeout.toMillis() + ANSWER_GRACE_MILLIS, TimeUnit.MILLISECONDS);
     } catch (IOException e) {
       throw new AssertionError("grpc-js client failed (see " + log + ")", e);
     } catch (InterruptedException e) {
@@ -120,10 +162,10 @@ final class GrpcJsClient implements InteropClient {
       if (line != null) {
         lines.add(EOF);
       }
-      throw new AssertionError("grpc-js client gave no answer to " + call.service() + "." + call.method()
+      throw new AssertionError("grpc-js client gave no answer to " + what
           + (line == null ? " in time" : ": the process ended") + " (see " + log + ")");
     }
-    return parse(line, id, call);
+    return line;
   }
 
   private static Reply parse(String line, String id, Call call) {

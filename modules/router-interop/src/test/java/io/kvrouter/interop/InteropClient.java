@@ -3,6 +3,7 @@ package io.kvrouter.interop;
 import com.google.protobuf.Message;
 import io.grpc.Status;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 /** A gRPC client that is not ours, making one unary call at a time against a router node. */
@@ -12,6 +13,9 @@ interface InteropClient extends AutoCloseable {
   String name();
 
   Reply call(Call call);
+
+  /** The calls made at once, on the client's one connection; their replies in the same order. */
+  List<Reply> callTogether(List<Call> calls);
 
   @Override
   void close();

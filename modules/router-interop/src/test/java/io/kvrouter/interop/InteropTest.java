@@ -32,8 +32,10 @@ import io.kvrouter.cluster.testkit.AdmissionProbes;
 import io.kvrouter.core.admission.Clock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -179,6 +181,31 @@ class InteropTest {
     assertRejected(call(client, "Router", "Book", tooLong.toBuilder().setRequestId("too-long").build(),
         Booking.getDefaultInstance()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_TOKENS");
     assertThat(state(client, model).getBookingsList()).isEmpty();
+  }
+
+  /**
+   * A rejected call must not hurt its neighbours on the connection: once, a status message echoing a 75 KB model
+   * name made grpc-js tear the connection down, failing every call in flight on it with UNAVAILABLE.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("clients")
+  void aHugeModelNameDoesNotHurtTheCallsBesideIt(String clientName) {
+    InteropClient client = clients.get(clientName);
+    String model = model(client, "neighbours");
+    registerTwo(client, model);
+    List<InteropClient.Call> calls = new ArrayList<>();
+    for (int i = 0; i < 10; i++) {
+      calls.add(new InteropClient.Call("Router", "Select", prompt("x".repeat(100_000)).build(),
+          Selection.getDefaultInstance(), Map.of(), CALL_TIMEOUT));
+      calls.add(new InteropClient.Call("Router", "Select", prompt(model).build(), Selection.getDefaultInstance(),
+          Map.of(), CALL_TIMEOUT));
+    }
+    List<Reply> replies = client.callTogether(calls);
+    for (int i = 0; i < replies.size(); i += 2) {
+      assertRejected(replies.get(i), Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+      assertThat(replies.get(i).details()).hasSizeLessThan(1_024);
+      assertThat(replies.get(i + 1).code()).as("%s", replies.get(i + 1)).isEqualTo(Status.Code.OK);
+    }
   }
 
   @ParameterizedTest(name = "{0}")

@@ -20,6 +20,7 @@ import org.apache.pekko.http.javadsl.model.Uri;
 import org.apache.pekko.management.javadsl.PekkoManagement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
 
 /** Starts a router node: cluster membership, the admission layer, gRPC and management. */
 public final class Main {
@@ -51,6 +52,7 @@ public final class Main {
 
   /** As {@link #init(Config, Clock)}, every admission actor wrapped by {@code admission} (tests add probes). */
   public static RouterNode init(Config overrides, Clock clock, RouterCluster.AdmissionDecorator admission) {
+    bridgeJavaUtilLogging();
     warnIfCommonPoolTooSmall();
     Config config = ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application")));
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "kvrouter", config);
@@ -60,7 +62,9 @@ public final class Main {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       }
       RouterCluster routing = RouterCluster.init(system, clock, admission);
-      RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"));
+      RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"),
+          config.getInt("kvrouter.limits.max-output-tokens"), config.getInt("kvrouter.limits.max-ranks-per-worker"),
+          config.getInt("kvrouter.limits.max-allowed-workers"));
       // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
       GrpcServices services = GrpcServices.create(routing, limits,
           () -> cluster.selfMember().status() == MemberStatus.up());
@@ -75,6 +79,14 @@ public final class Main {
     } catch (RuntimeException e) {
       system.terminate();
       throw e;
+    }
+  }
+
+  /** grpc-java logs through java.util.logging: route it to SLF4J, so Logback's configuration governs it. */
+  private static synchronized void bridgeJavaUtilLogging() {
+    if (!SLF4JBridgeHandler.isInstalled()) {
+      SLF4JBridgeHandler.removeHandlersForRootLogger();
+      SLF4JBridgeHandler.install();
     }
   }
 

@@ -9,12 +9,24 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.kvrouter.api.v1.BookingRef;
+import io.kvrouter.api.v1.KvEvent;
+import io.kvrouter.api.v1.KvEventBatch;
+import io.kvrouter.api.v1.KvRemoved;
+import io.kvrouter.api.v1.KvStored;
+import io.kvrouter.api.v1.ListModelsRequest;
+import io.kvrouter.api.v1.ModelStateRequest;
+import io.kvrouter.api.v1.Selection;
+import io.kvrouter.api.v1.SetPolicyRequest;
+import io.kvrouter.api.v1.StoredBlock;
 import io.kvrouter.api.v1.LoadReport;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.RankLoadReport;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.server.transport.Binding;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
@@ -151,5 +163,117 @@ class GrpcBadInputTest {
     assertThat(join(router.router.renew(BookingRef.newBuilder().setModel(MODEL).setRequestId("never")
         .setAttempt(1).build())).getApplied()).isFalse();
     assertThat(router.state(MODEL)).isEqualTo(before);
+  }
+
+  @Test
+  void aWorkerRegistrationOverTheLimits() {
+    // each of these once passed validation: a load cell per rank killed the JVM, or an overflowing rank range
+    // registered a worker with no ranks
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setDpSize(Integer.MAX_VALUE).build()),
+        Status.Code.INVALID_ARGUMENT, "TOO_MANY_RANKS");
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setDpSize(1025).build()),
+        Status.Code.INVALID_ARGUMENT, "TOO_MANY_RANKS");
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setDpStart(Integer.MAX_VALUE).setDpSize(2).build()),
+        Status.Code.INVALID_ARGUMENT, "TOO_MANY_RANKS");
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setDpStart(65_535).setDpSize(2).build()),
+        Status.Code.INVALID_ARGUMENT, "TOO_MANY_RANKS");
+    rejects(() -> router.workers.register(worker("limits-fresh", "w9").setBlockSize(Integer.MAX_VALUE - 1).build()),
+        Status.Code.INVALID_ARGUMENT, "INVALID_BLOCK_SIZE");
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setTotalKvBlocks((1 << 30) + 1).build()),
+        Status.Code.INVALID_ARGUMENT, "INVALID_SIZE");
+    rejects(() -> router.workers.register(worker(MODEL, "w".repeat(257)).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setEndpoint("h".repeat(1025)).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    assertThat(join(router.admin.listModels(ListModelsRequest.getDefaultInstance())).getModelsList())
+        .doesNotContain("limits-fresh");
+  }
+
+  @Test
+  void namesAndIdsOverTheirLimitAreRejectedWithABoundedMessage() {
+    String huge = "m".repeat(9_000);
+    rejects(() -> router.router.select(select().setModel(huge).build()), Status.Code.INVALID_ARGUMENT,
+        "FIELD_TOO_LONG");
+    StatusRuntimeException e = failure(router.router.select(select().setModel(huge).build()));
+    assertThat(e.getStatus().getDescription()).hasSizeLessThan(300).contains("m".repeat(128) + "...");
+    rejects(() -> router.router.book(select().setRequestId("r".repeat(257)).build()), Status.Code.INVALID_ARGUMENT,
+        "FIELD_TOO_LONG");
+    rejects(() -> router.router.select(select().setLoraName("l".repeat(257)).build()), Status.Code.INVALID_ARGUMENT,
+        "FIELD_TOO_LONG");
+    rejects(() -> router.router.select(select().setCacheSalt("s".repeat(257)).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    rejects(() -> router.router.select(select().setPinnedWorker("p".repeat(257)).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    rejects(() -> router.router.release(BookingRef.newBuilder().setModel(MODEL).setRequestId("r".repeat(257))
+        .setAttempt(1).build()), Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("p".repeat(65))
+        .build()), Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    rejects(() -> router.admin.getModelState(ModelStateRequest.newBuilder().setModel(huge).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+  }
+
+  @Test
+  void countsOverTheirLimit() {
+    RouteRequest.Builder manyAllowed = select();
+    IntStream.range(0, 1025).forEach(i -> manyAllowed.addAllowedWorkers("w" + i));
+    rejects(() -> router.router.select(manyAllowed.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");
+    SetPolicyRequest.Builder manyParameters = SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("kv");
+    IntStream.range(0, 33).forEach(i -> manyParameters.putParameters("p" + i, "1"));
+    rejects(() -> router.admin.setPolicy(manyParameters.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");
+    rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("kv")
+        .putParameters("seed", "1".repeat(257)).build()), Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    KvStored.Builder stored = KvStored.newBuilder();
+    IntStream.range(0, 8193).forEach(i -> stored.addBlocks(StoredBlock.newBuilder().setBlockHash(i)
+        .setTokensHash(i)));
+    rejects(() -> router.workers.publishKvEvents(KvEventBatch.newBuilder().setModel(MODEL).setWorkerId("w1")
+        .addEvents(KvEvent.newBuilder().setEventId(1).setStored(stored)).build()), Status.Code.INVALID_ARGUMENT,
+        "TOO_MANY_ITEMS");
+    rejects(() -> router.router.select(select().setExpectedOutputTokens(1_048_577).build()),
+        Status.Code.INVALID_ARGUMENT, "TOO_MANY_TOKENS");
+  }
+
+  @Test
+  void enumValuesTheContractDoesNotDefine() {
+    rejects(() -> router.router.book(select().setRequestId("scope-99").setScopeValue(99).build()),
+        Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.router.select(select().setScopeValue(99).build()), Status.Code.INVALID_ARGUMENT,
+        "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.workers.register(worker(MODEL, "w9").setRoleValue(99).build()),
+        Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.workers.publishKvEvents(KvEventBatch.newBuilder().setModel(MODEL).setWorkerId("w1")
+        .addEvents(KvEvent.newBuilder().setEventId(1).setStored(KvStored.newBuilder().setStorageTierValue(99)
+            .addBlocks(StoredBlock.newBuilder().setBlockHash(1).setTokensHash(1)))).build()),
+        Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.workers.publishKvEvents(KvEventBatch.newBuilder().setModel(MODEL).setWorkerId("w1")
+        .addEvents(KvEvent.newBuilder().setEventId(1).setRemoved(KvRemoved.newBuilder().setStorageTierValue(7)
+            .addBlockHashes(1))).build()), Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+  }
+
+  @Test
+  void anEmptyWorkerIdIsTheSameErrorForRegisterAndDeregister() {
+    rejects(() -> router.workers.register(worker(MODEL, "").build()), Status.Code.INVALID_ARGUMENT,
+        "EMPTY_WORKER_ID");
+    rejects(() -> router.workers.deregister(WorkerKey.newBuilder().setModel(MODEL).setWorkerId("").build()),
+        Status.Code.INVALID_ARGUMENT, "EMPTY_WORKER_ID");
+  }
+
+  @Test
+  void aCallWithAHugeNameDoesNotHurtItsNeighboursOnTheConnection() {
+    // one client, one channel: the rejected calls and the good ones share a connection
+    String huge = "x".repeat(100_000);
+    List<CompletableFuture<?>> bad = new ArrayList<>();
+    List<CompletableFuture<Selection>> good = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      bad.add(router.router.select(select().setModel(huge).build()).toCompletableFuture());
+      good.add(router.router.select(select().build()).toCompletableFuture());
+    }
+    for (CompletableFuture<Selection> call : good) {
+      assertThat(join(call).getWorker().getWorkerId()).startsWith("w");
+    }
+    for (CompletableFuture<?> call : bad) {
+      StatusRuntimeException e = failure(call);
+      assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+      assertThat(reason(e)).isEqualTo("FIELD_TOO_LONG");
+    }
   }
 }

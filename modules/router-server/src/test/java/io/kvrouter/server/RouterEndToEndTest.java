@@ -122,6 +122,16 @@ class RouterEndToEndTest {
   }
 
   @Test
+  void aPlusInAPathIsAPlus() throws Exception {
+    join(router.workers.register(worker("a+b", "w1").build()));
+    HttpResponse<String> response = get("/models/a+b");
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+    assertThat(parse(response.body()).getModel()).isEqualTo("a+b");
+    assertThat(get("/models/a%2Bb").statusCode()).isEqualTo(200);
+    assertThat(get("/models/a%20b").statusCode()).as("'a b' is another, unknown, model").isEqualTo(404);
+  }
+
+  @Test
   void managementAnswersClearStatusesForBadInput() throws Exception {
     assertThat(get("/models/state?model=unknown-model").statusCode()).isEqualTo(404);
     assertThat(get("/models/state").statusCode()).isEqualTo(400);

@@ -11,6 +11,7 @@ import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.PolicyConfig;
 import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionView;
 import java.util.Collection;
 import java.util.HashMap;
@@ -71,18 +72,20 @@ final class Membership {
 
   /** Adds a worker (validated; identical re-registration is a no-op, a different config a conflict). */
   Registered register(WorkerConfig config) {
-    config.validate();
+    RequestLimits.requireWorkerShape(config);
     WorkerConfig existing = workers.get(config.workerId());
     if (existing != null) {
       if (existing.equals(config)) {
         return new Registered(false, viewVersion);
       }
       throw new RoutingError(RoutingError.Code.ALREADY_EXISTS, RoutingError.WORKER_CONFIG_CONFLICT,
-          "worker '" + config.workerId() + "' is already registered for model '" + model
+          "worker '" + RoutingError.echo(config.workerId()) + "' is already registered for model '"
+              + RoutingError.echo(model)
               + "' with a different config; deregister it first").toException();
     }
     if (!workers.isEmpty() && workers.firstEntry().getValue().blockSize() != config.blockSize()) {
-      throw RoutingError.invalid(RoutingError.BLOCK_SIZE_MISMATCH, "model '" + model + "' uses block_size "
+      throw RoutingError.invalid(RoutingError.BLOCK_SIZE_MISMATCH,
+          "model '" + RoutingError.echo(model) + "' uses block_size "
           + workers.firstEntry().getValue().blockSize() + ", got " + config.blockSize()).toException();
     }
     workers.put(config.workerId(), config);

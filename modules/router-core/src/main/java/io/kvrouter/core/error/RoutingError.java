@@ -39,6 +39,31 @@ public record RoutingError(Code code, String reason, String message) {
   public static final String MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE";
   public static final String QUEUE_DEADLINE_EXCEEDED = "QUEUE_DEADLINE_EXCEEDED";
   public static final String ADMISSION_TIMEOUT = "ADMISSION_TIMEOUT";
+  public static final String FIELD_TOO_LONG = "FIELD_TOO_LONG";
+  public static final String TOO_MANY_RANKS = "TOO_MANY_RANKS";
+  public static final String TOO_MANY_ITEMS = "TOO_MANY_ITEMS";
+  public static final String UNKNOWN_ENUM_VALUE = "UNKNOWN_ENUM_VALUE";
+
+  /** The most characters of caller input that a message quotes (see {@link #echo}). */
+  public static final int MAX_ECHO = 128;
+
+  /**
+   * Caller input as a message may quote it: at most {@link #MAX_ECHO} characters, then an ellipsis. Every message
+   * that repeats a name, id or value goes through this, so a status never carries unbounded input (a long
+   * grpc-message header breaks HTTP/2 clients and every other call on their connection).
+   */
+  public static String echo(String value) {
+    return truncate(value, MAX_ECHO);
+  }
+
+  /** {@code text} cut to {@code max} characters (not splitting a surrogate pair), marked with an ellipsis. */
+  public static String truncate(String text, int max) {
+    if (text == null || text.length() <= max) {
+      return text;
+    }
+    int end = Character.isHighSurrogate(text.charAt(max - 1)) ? max - 1 : max;
+    return text.substring(0, end) + "...";
+  }
 
   public static RoutingError invalid(String reason, String message) {
     return new RoutingError(Code.INVALID_ARGUMENT, reason, message);
@@ -57,7 +82,7 @@ public record RoutingError(Code code, String reason, String message) {
   }
 
   public static RoutingError unknownModel(String model) {
-    return notFound(UNKNOWN_MODEL, "model '" + model + "' has no registered worker");
+    return notFound(UNKNOWN_MODEL, "model '" + echo(model) + "' has no registered worker");
   }
 
   public RoutingException toException() {

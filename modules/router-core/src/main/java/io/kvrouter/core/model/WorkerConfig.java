@@ -5,7 +5,7 @@ import io.kvrouter.core.error.RoutingException;
 
 /**
  * A registered engine replica of one model. It expands to ranks [dpStart, dpStart + dpSize). Sizes are ints: the
- * proto's uint32 values above 2^31 arrive negative and are rejected as invalid sizes.
+ * proto's uint32 values above 2^31 arrive negative and are rejected by RequestLimits.
  */
 public record WorkerConfig(
     String workerId,
@@ -24,30 +24,6 @@ public record WorkerConfig(
     role = role == null ? WorkerRole.AGGREGATED : role;
   }
 
-  /** Rejects a configuration that cannot be routed to; changes nothing. */
-  public void validate() {
-    if (workerId == null || workerId.isBlank()) {
-      throw RoutingError.invalid(RoutingError.EMPTY_WORKER_ID, "worker_id must not be empty").toException();
-    }
-    if (blockSize <= 0) {
-      throw RoutingError.invalid(RoutingError.INVALID_BLOCK_SIZE, "block_size must be positive, got " + blockSize)
-          .toException();
-    }
-    requirePositive("dp_size", dpSize);
-    requirePositive("max_num_batched_tokens", maxNumBatchedTokens);
-    requirePositive("total_kv_blocks", totalKvBlocks);
-    if (dpStart < 0) {
-      throw RoutingError.invalid(RoutingError.INVALID_SIZE, "dp_start must not be negative, got " + dpStart)
-          .toException();
-    }
-  }
-
-  private static void requirePositive(String field, int value) {
-    if (value <= 0) {
-      throw RoutingError.invalid(RoutingError.INVALID_SIZE, field + " must be positive, got " + value).toException();
-    }
-  }
-
   /** Whether {@code dpRank} is one of this worker's ranks, [dpStart, dpStart + dpSize). */
   public boolean hasRank(int dpRank) {
     return dpRank >= dpStart && dpRank < dpStart + dpSize;
@@ -56,7 +32,9 @@ public record WorkerConfig(
   /** Throws INVALID_ARGUMENT unless {@code dpRank} is one of this worker's ranks. */
   public void requireRank(int dpRank) {
     if (!hasRank(dpRank)) {
-      throw RoutingError.invalid(RoutingError.INVALID_SIZE, "worker '" + workerId + "' has no dp rank " + dpRank)
+      throw RoutingError.invalid(RoutingError.INVALID_SIZE,
+          "worker '" + RoutingError.echo(workerId) + "' has no dp rank "
+          + dpRank)
           .toException();
     }
   }
@@ -66,7 +44,7 @@ public record WorkerConfig(
   }
 
   public static RoutingException unknownWorker(String model, String workerId) {
-    return RoutingError.notFound(RoutingError.UNKNOWN_WORKER, "worker '" + workerId + "' is not registered for model '"
-        + model + "'").toException();
+    return RoutingError.notFound(RoutingError.UNKNOWN_WORKER, "worker '" + RoutingError.echo(workerId)
+        + "' is not registered for model '" + RoutingError.echo(model) + "'").toException();
   }
 }

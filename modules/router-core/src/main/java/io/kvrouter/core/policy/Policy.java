@@ -28,7 +28,7 @@ public enum Policy {
         return policy;
       }
     }
-    throw RoutingError.invalid(RoutingError.UNKNOWN_POLICY, "unknown policy '" + name
+    throw RoutingError.invalid(RoutingError.UNKNOWN_POLICY, "unknown policy '" + RoutingError.echo(name)
         + "'; expected one of round_robin, random, least_in_flight, power_of_two, kv").toException();
   }
 }

@@ -49,7 +49,7 @@ public record PolicyConfig(
     for (Map.Entry<String, String> entry : parameters.entrySet()) {
       if (!merged.containsKey(entry.getKey())) {
         throw RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER, "unknown policy parameter '"
-            + entry.getKey() + "'; known: " + merged.keySet()).toException();
+            + RoutingError.echo(entry.getKey()) + "'; known: " + merged.keySet()).toException();
       }
       String value = entry.getValue() == null || entry.getValue().isBlank()
           ? defaults.toParameters().get(entry.getKey()) : entry.getValue().trim();
@@ -143,6 +143,7 @@ public record PolicyConfig(
 
   private static RuntimeException bad(String key, String raw) {
     return RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER,
-        "policy parameter '" + key + "' has an invalid value '" + raw + "'").toException();
+        "policy parameter '" + RoutingError.echo(key) + "' has an invalid value '"
+            + RoutingError.echo(raw) + "'").toException();
   }
 }

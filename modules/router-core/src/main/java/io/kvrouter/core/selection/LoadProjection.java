@@ -35,7 +35,7 @@ public final class LoadProjection {
     if (pinned != null) {
       if (!allowed.isEmpty() && !allowed.contains(pinned)) {
         throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_NOT_ALLOWED,
-            "pinned worker '" + pinned + "' is not in allowed_workers").toException();
+            "pinned worker '" + RoutingError.echo(pinned) + "' is not in allowed_workers").toException();
       }
       WorkerConfig worker = view.worker(pinned);
       if (worker == null) {
@@ -43,8 +43,8 @@ public final class LoadProjection {
       }
       Integer rank = request.pinnedDpRank();
       if (rank != null && view.indexOf(new Rank(pinned, rank)) < 0) {
-        throw RoutingError.notFound(RoutingError.UNKNOWN_WORKER, "worker '" + pinned + "' has no dp rank " + rank)
-            .toException();
+        throw RoutingError.notFound(RoutingError.UNKNOWN_WORKER, "worker '" + RoutingError.echo(pinned)
+            + "' has no dp rank " + rank).toException();
       }
     }
     PolicyConfig policy = view.policy();
@@ -88,14 +88,15 @@ public final class LoadProjection {
       if (eligibleIgnoringOverload > 0) {
         if (pinned != null) {
           throw RoutingError.unavailable(RoutingError.PINNED_WORKER_OVERLOADED,
-              "pinned worker '" + pinned + "' is overloaded").toException();
+              "pinned worker '" + RoutingError.echo(pinned) + "' is overloaded").toException();
         }
         throw RoutingError.unavailable(RoutingError.ALL_WORKERS_OVERLOADED,
-            "all " + eligibleIgnoringOverload + " eligible ranks of model '" + view.model() + "' are overloaded")
+            "all " + eligibleIgnoringOverload + " eligible ranks of model '"
+                + RoutingError.echo(view.model()) + "' are overloaded")
             .toException();
       }
       throw RoutingError.unavailable(RoutingError.NO_ENDPOINTS,
-          "no eligible worker for model '" + view.model() + "'").toException();
+          "no eligible worker for model '" + RoutingError.echo(view.model()) + "'").toException();
     }
   }
 

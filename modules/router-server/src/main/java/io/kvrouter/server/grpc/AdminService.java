@@ -1,6 +1,5 @@
 package io.kvrouter.server.grpc;
 
-import io.kvrouter.core.selection.RequestLimits;
 import static io.kvrouter.api.Stages.SAME_THREAD;
 
 import io.kvrouter.api.v1.AdminPowerApi;
@@ -21,15 +20,17 @@ import org.apache.pekko.grpc.javadsl.Metadata;
  */
 public final class AdminService implements AdminPowerApi {
   private final RouterCluster cluster;
+  private final ProtoMapping mapping;
 
-  public AdminService(RouterCluster cluster) {
+  public AdminService(RouterCluster cluster, ProtoMapping mapping) {
     this.cluster = cluster;
+    this.mapping = mapping;
   }
 
   @Override
   public CompletionStage<PolicySet> setPolicy(SetPolicyRequest in, Metadata metadata) {
     return Calls.guard(() -> {
-      RequestLimits.requireModel(in.getModel());
+      mapping.validate(in);
       return cluster.client(in.getModel())
           .setPolicy(in.getPolicy(), in.getParametersMap(), Deadlines.remaining(metadata))
           .thenApplyAsync(r -> PolicySet.newBuilder().setPolicy(r.policy()).setViewVersion(r.viewVersion()).build(),

@@ -63,6 +63,7 @@ public final class Deadlines {
   }
 
   private static RuntimeException malformed(String value) {
-    return RoutingError.invalid(RoutingError.MALFORMED, "malformed grpc-timeout '" + value + "'").toException();
+    return RoutingError.invalid(RoutingError.MALFORMED,
+        "malformed grpc-timeout '" + RoutingError.echo(value) + "'").toException();
   }
 }

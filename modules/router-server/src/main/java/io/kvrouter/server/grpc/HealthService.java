@@ -32,7 +32,8 @@ public final class HealthService implements HealthPowerApi {
   public CompletionStage<HealthCheckResponse> check(HealthCheckRequest in, Metadata metadata) {
     if (!in.getService().isEmpty() && !services.contains(in.getService())) {
       return CompletableFuture.failedFuture(new GrpcServiceException(
-          Status.NOT_FOUND.withDescription("unknown service '" + in.getService() + "'")));
+          Status.NOT_FOUND.withDescription(
+              "unknown service '" + io.kvrouter.core.error.RoutingError.echo(in.getService()) + "'")));
     }
     return CompletableFuture.completedFuture(current());
   }

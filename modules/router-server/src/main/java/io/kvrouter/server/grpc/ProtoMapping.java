@@ -1,6 +1,11 @@
 package io.kvrouter.server.grpc;
 
 import io.kvrouter.api.v1.BookingState;
+import io.kvrouter.api.v1.KvEvent;
+import io.kvrouter.api.v1.KvEventBatch;
+import io.kvrouter.api.v1.LoadReport;
+import io.kvrouter.api.v1.Scope;
+import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.RankState;
 import io.kvrouter.api.v1.RouteRequest;
@@ -37,6 +42,12 @@ public final class ProtoMapping {
    * the selection will say so).
    */
   public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook, SelectionView view) {
+    RequestLimits.requireModel(in.getModel());
+    if (in.getScope() == Scope.UNRECOGNIZED) {
+      throw unknownEnumValue("scope", in.getScopeValue());
+    }
+    limits.requireHashInputs(in.getLoraName(), in.getCacheSalt());
+    limits.requireAllowedWorkers(in.getAllowedWorkersList());
     int tokenCount = in.getTokenIdsCount();
     if (tokenCount > 0 && in.getBlockHashesCount() > 0) {
       throw RoutingError.invalid(RoutingError.MALFORMED, "send token_ids or block_hashes, not both").toException();
@@ -135,12 +146,60 @@ public final class ProtoMapping {
         .build();
   }
 
-  /** A worker registered without a region belongs to {@code defaultRegion} (the registering node's). */
-  public static WorkerConfig toWorkerConfig(WorkerRegistration in, String defaultRegion) {
+  /**
+   * A validated worker configuration; a worker registered without a region belongs to {@code defaultRegion} (the
+   * registering node's).
+   */
+  public WorkerConfig toWorkerConfig(WorkerRegistration in, String defaultRegion) {
     RequestLimits.requireModel(in.getModel());
+    if (in.getRole() == io.kvrouter.api.v1.WorkerRole.UNRECOGNIZED) {
+      throw unknownEnumValue("role", in.getRoleValue());
+    }
     String region = in.getRegion().isEmpty() ? defaultRegion : in.getRegion();
-    return new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(), in.getMaxNumBatchedTokens(),
-        in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region, toRole(in.getRole()));
+    WorkerConfig config = new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(),
+        in.getMaxNumBatchedTokens(), in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region,
+        toRole(in.getRole()));
+    limits.validate(config);
+    return config;
+  }
+
+  /** A batch of KV events, checked against the batch limits before any of it is converted. */
+  public void validate(KvEventBatch in) {
+    long blocks = 0;
+    for (KvEvent event : in.getEventsList()) {
+      switch (event.getDataCase()) {
+        case STORED -> {
+          blocks += event.getStored().getBlocksCount();
+          requireTier(event.getStored().getStorageTier(), event.getStored().getStorageTierValue());
+        }
+        case REMOVED -> {
+          blocks += event.getRemoved().getBlockHashesCount();
+          requireTier(event.getRemoved().getStorageTier(), event.getRemoved().getStorageTierValue());
+        }
+        default -> { }
+      }
+    }
+    limits.validateKvBatch(in.getModel(), in.getWorkerId(), in.getDpRank(), in.getEventsCount(), blocks);
+  }
+
+  public void validate(LoadReport in) {
+    limits.validateLoadReport(in.getModel(), in.getWorkerId(), in.getRanksCount());
+  }
+
+  public void validate(SetPolicyRequest in) {
+    limits.validatePolicy(in.getModel(), in.getPolicy(), in.getParametersMap());
+  }
+
+  private static void requireTier(io.kvrouter.api.v1.StorageTier tier, int value) {
+    if (tier == io.kvrouter.api.v1.StorageTier.UNRECOGNIZED) {
+      throw unknownEnumValue("storage_tier", value);
+    }
+  }
+
+  /** INVALID_ARGUMENT UNKNOWN_ENUM_VALUE: proto3 keeps values the contract does not define; the router does not. */
+  private static RuntimeException unknownEnumValue(String field, int value) {
+    return RoutingError.invalid(RoutingError.UNKNOWN_ENUM_VALUE, field + " " + value
+        + " is not a value the contract defines").toException();
   }
 
   public static WorkerRegistration toProto(String model, WorkerConfig config) {
@@ -163,7 +222,7 @@ public final class ProtoMapping {
       case WORKER_ROLE_PREFILL -> WorkerRole.PREFILL;
       case WORKER_ROLE_DECODE -> WorkerRole.DECODE;
       case WORKER_ROLE_UNSPECIFIED, WORKER_ROLE_AGGREGATED -> WorkerRole.AGGREGATED;
-      case UNRECOGNIZED -> throw RoutingError.invalid(RoutingError.MALFORMED, "unknown worker role").toException();
+      case UNRECOGNIZED -> throw new IllegalStateException("checked by toWorkerConfig");
     };
   }
 

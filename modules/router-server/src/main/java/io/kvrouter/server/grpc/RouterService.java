@@ -12,7 +12,6 @@ import io.kvrouter.api.v1.RouterPowerApi;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.cluster.ModelClient;
-import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.admission.BookingAnswer;
@@ -40,6 +39,7 @@ public final class RouterService implements RouterPowerApi {
   @Override
   public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
+      RequestLimits.requireModel(in.getModel()); // before any per-model lookup
       ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, false, queue.view());
       return CompletableFuture.completedFuture(ProtoMapping.toProto(queue.selectWithoutAdmission(request)));
@@ -53,6 +53,7 @@ public final class RouterService implements RouterPowerApi {
   @Override
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
+      RequestLimits.requireModel(in.getModel()); // before any per-model lookup
       ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
       CompletableFuture<BookingAnswer> booking = queue.book(request, Deadlines.remaining(metadata));
@@ -90,9 +91,7 @@ public final class RouterService implements RouterPowerApi {
 
   private static String checked(BookingRef ref) {
     RequestLimits.requireModel(ref.getModel());
-    if (ref.getRequestId().isEmpty()) {
-      throw RoutingError.invalid(RoutingError.EMPTY_REQUEST_ID, "request_id must not be empty").toException();
-    }
+    RequestLimits.requireRequestId(ref.getRequestId());
     return ref.getModel();
   }
 }

@@ -25,6 +25,13 @@ import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
 public final class StatusMapping {
   private StatusMapping() {}
 
+  /**
+   * The longest status description sent, whatever produced it: messages quote input through
+   * {@link RoutingError#echo}, and this bounds the rest (a failure's own text), since the description travels as
+   * the grpc-message header and an oversized header fails the whole connection on some clients.
+   */
+  static final int MAX_DESCRIPTION = 1_024;
+
   public static Status.Code toStatus(RoutingError.Code code) {
     return switch (code) {
       case INVALID_ARGUMENT -> Status.Code.INVALID_ARGUMENT;
@@ -46,13 +53,20 @@ public final class StatusMapping {
 
   /** RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE, for a request over {@code limit} bytes (on every binding). */
   public static RoutingError messageTooLarge(long limit) {
-    return new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
-        "request message larger than the server's limit of " + limit + " bytes");
+    return logged(new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED, RoutingError.MESSAGE_TOO_LARGE,
+        "request message larger than the server's limit of " + limit + " bytes"));
   }
 
   /** INVALID_ARGUMENT MALFORMED, for a request body that is not a valid protobuf message of its type. */
   public static RoutingError malformedBody(String detail) {
-    return RoutingError.invalid(RoutingError.MALFORMED, "request message is not a valid protobuf message: " + detail);
+    return logged(RoutingError.invalid(RoutingError.MALFORMED,
+        "request message is not a valid protobuf message: " + RoutingError.echo(detail)));
+  }
+
+  /** Bodies the transport rejects are logged, rate-limited (the rest of bad input is the caller's business). */
+  private static RoutingError logged(RoutingError error) {
+    RejectionLog.rejected(error.reason(), error.message());
+    return error;
   }
 
   /** The exception handler given to every generated service handler. */
@@ -78,6 +92,14 @@ public final class StatusMapping {
   }
 
   static Trailers toTrailers(Throwable failure, ActorSystem system) throws Exception {
+    Trailers trailers = unbounded(failure, system);
+    String description = trailers.getStatus().getDescription();
+    return description == null || description.length() <= MAX_DESCRIPTION ? trailers
+        : new Trailers(trailers.getStatus().withDescription(RoutingError.truncate(description, MAX_DESCRIPTION)),
+            trailers.getMetadata());
+  }
+
+  private static Trailers unbounded(Throwable failure, ActorSystem system) throws Exception {
     Throwable cause = Stages.unwrap(failure);
     if (cause instanceof RoutingException routing) {
       return trailers(routing.error());

@@ -35,16 +35,17 @@ import org.apache.pekko.grpc.javadsl.Metadata;
  */
 public final class WorkersService implements WorkersPowerApi {
   private final RouterCluster cluster;
+  private final ProtoMapping mapping;
 
-  public WorkersService(RouterCluster cluster) {
+  public WorkersService(RouterCluster cluster, ProtoMapping mapping) {
     this.cluster = cluster;
+    this.mapping = mapping;
   }
 
   @Override
   public CompletionStage<Registered> register(WorkerRegistration in, Metadata metadata) {
     return Calls.guard(() -> {
-      WorkerConfig config = ProtoMapping.toWorkerConfig(in, cluster.region());
-      config.validate();
+      WorkerConfig config = mapping.toWorkerConfig(in, cluster.region());
       return cluster.client(in.getModel()).register(config, Deadlines.remaining(metadata))
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
               .build(), SAME_THREAD);
@@ -55,6 +56,7 @@ public final class WorkersService implements WorkersPowerApi {
   public CompletionStage<Deregistered> deregister(WorkerKey in, Metadata metadata) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel());
+      RequestLimits.requireWorkerId(in.getWorkerId());
       return cluster.client(in.getModel()).deregister(in.getWorkerId(), Deadlines.remaining(metadata))
           .thenApplyAsync(dropped -> Deregistered.newBuilder().setApplied(true).setDroppedBookings(dropped)
               .build(), SAME_THREAD);
@@ -64,7 +66,7 @@ public final class WorkersService implements WorkersPowerApi {
   @Override
   public CompletionStage<LoadAck> reportLoad(LoadReport in, Metadata metadata) {
     return Calls.guard(() -> {
-      RequestLimits.requireModel(in.getModel());
+      mapping.validate(in);
       List<RankReport> ranks = new ArrayList<>(in.getRanksCount());
       for (RankLoadReport r : in.getRanksList()) {
         ranks.add(new RankReport(r.getDpRank(), r.getActiveDecodeBlocks(), r.getActivePrefillTokens(),
@@ -82,7 +84,7 @@ public final class WorkersService implements WorkersPowerApi {
   @Override
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in, Metadata metadata) {
     return Calls.guard(() -> {
-      RequestLimits.requireModel(in.getModel());
+      mapping.validate(in);
       List<KvEventRecord> events = new ArrayList<>(in.getEventsCount());
       for (KvEvent event : in.getEventsList()) {
         events.add(toRecord(event));
@@ -128,7 +130,7 @@ public final class WorkersService implements WorkersPowerApi {
       case STORAGE_TIER_DEVICE -> StorageTier.DEVICE;
       case STORAGE_TIER_HOST -> StorageTier.HOST;
       case STORAGE_TIER_DISK -> StorageTier.DISK;
-      case UNRECOGNIZED -> throw RoutingError.invalid(RoutingError.MALFORMED, "unknown storage tier").toException();
+      case UNRECOGNIZED -> throw new IllegalStateException("checked by ProtoMapping.validate");
     };
   }
 }

@@ -57,7 +57,12 @@ public final class ModelRoutes implements ManagementRouteProvider {
             ModelList.newBuilder().addAllModels(cluster.models()).build())),
         path("state", () -> parameterOptional("model", model -> modelState(cluster, model))),
         path(PathMatchers.remaining(), encoded -> modelState(cluster,
-            Optional.of(URLDecoder.decode(encoded, StandardCharsets.UTF_8)))))));
+            Optional.of(decodePath(encoded)))))));
+  }
+
+  /** Percent-decodes a path segment; unlike in a query string, '+' in a path is a plus sign, not a space. */
+  static String decodePath(String encoded) {
+    return URLDecoder.decode(encoded.replace("+", "%2B"), StandardCharsets.UTF_8);
   }
 
   private Route modelState(RouterCluster cluster, Optional<String> model) {

@@ -23,11 +23,16 @@ import scala.Option;
  * pass through untouched.
  */
 final class BodyLimit {
+  /** gRPC's length-prefixed framing: a flag byte and a 4-byte length before the message. */
+  private static final int FRAME_PREFIX = 5;
+  private final long messageLimit;
   private final long limit;
   private final Materializer materializer;
 
-  BodyLimit(ActorSystem<?> system, long limit) {
-    this.limit = limit;
+  /** Bodies up to one framed message of {@code messageLimit} bytes pass. */
+  BodyLimit(ActorSystem<?> system, long messageLimit) {
+    this.messageLimit = messageLimit;
+    this.limit = messageLimit + FRAME_PREFIX;
     this.materializer = Materializer.matFromSystem(system);
   }
 
@@ -57,7 +62,8 @@ final class BodyLimit {
 
   private HttpRequest withTooLarge(HttpRequest request, long actual) {
     return request.withEntity(HttpEntities.create(request.entity().getContentType(),
-        Source.<ByteString>failed(new EntityStreamSizeException(limit, Option.apply(actual)))));
+        Source.<ByteString>failed(new EntityStreamSizeException(messageLimit,
+            Option.apply(actual - FRAME_PREFIX)))));
   }
 
   /** Keeps bytes up to the limit and only counts the rest. */

@@ -17,7 +17,8 @@ import java.util.function.BooleanSupplier;
 public record GrpcServices(RouterService router, WorkersService workers, AdminService admin, HealthService health) {
 
   public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving) {
-    return new GrpcServices(new RouterService(cluster, new ProtoMapping(limits)), new WorkersService(cluster),
-        new AdminService(cluster), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving));
+    ProtoMapping mapping = new ProtoMapping(limits);
+    return new GrpcServices(new RouterService(cluster, mapping), new WorkersService(cluster, mapping),
+        new AdminService(cluster, mapping), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving));
   }
 }

@@ -12,12 +12,19 @@ public final class GrpcTransport {
 
   /** {@code kvrouter.grpc}, read once. */
   public record Settings(Binding binding, String host, int port, long maxMessageBytes,
-      long nettyMaxInboundMessageBytes) {
+      long transportMaxMessageBytes) {
+
+    public Settings {
+      if (transportMaxMessageBytes <= maxMessageBytes || transportMaxMessageBytes > Integer.MAX_VALUE) {
+        throw new IllegalArgumentException("kvrouter.grpc.transport-max-message-bytes (" + transportMaxMessageBytes
+            + ") must be above kvrouter.grpc.max-message-bytes (" + maxMessageBytes + ") and below 2 GiB");
+      }
+    }
 
     public static Settings fromConfig(Config root) {
       Config grpc = root.getConfig("kvrouter.grpc");
       return new Settings(Binding.fromConfig(grpc.getString("binding")), grpc.getString("host"), grpc.getInt("port"),
-          grpc.getBytes("max-message-bytes"), grpc.getBytes("netty.max-inbound-message-bytes"));
+          grpc.getBytes("max-message-bytes"), grpc.getBytes("transport-max-message-bytes"));
     }
   }
 
@@ -31,7 +38,7 @@ public final class GrpcTransport {
       case NETTY -> {
         try {
           yield CompletableFuture.completedFuture(new Bound(Binding.NETTY, NettyBinding.start(system, services,
-              settings.host(), settings.port(), settings.maxMessageBytes(), settings.nettyMaxInboundMessageBytes())));
+              settings.host(), settings.port(), settings.maxMessageBytes(), settings.transportMaxMessageBytes())));
         } catch (RuntimeException e) {
           yield CompletableFuture.failedFuture(e);
         }

@@ -41,11 +41,11 @@ final class NettyBinding {
 
   /** Starts the server and stops it on the actor system's CoordinatedShutdown. */
   static InetSocketAddress start(ActorSystem<?> system, GrpcServices services, String host, int port,
-      long maxMessageBytes, long hardLimitBytes) {
+      long maxMessageBytes, long transportMaxMessageBytes) {
     NettyCalls calls = new NettyCalls(system, services);
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
         .directExecutor()
-        .maxInboundMessageSize((int) Math.min(Integer.MAX_VALUE, Math.max(hardLimitBytes, maxMessageBytes + 1)));
+        .maxInboundMessageSize((int) transportMaxMessageBytes);
     for (ServerServiceDefinition service : List.of(RouterGrpc.bindService(calls), WorkersGrpc.bindService(calls),
         AdminGrpc.bindService(calls), HealthGrpc.bindService(calls))) {
       builder.addService(LimitedRequests.rebind(service, maxMessageBytes, system.classicSystem()));

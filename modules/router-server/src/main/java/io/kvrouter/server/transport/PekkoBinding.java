@@ -48,6 +48,6 @@ final class PekkoBinding {
         ServerReflection.create(
             List.of(Router.description, Workers.description, Admin.description, Health.description), system));
     // 5 bytes of gRPC framing per unary message
-    return new BodyLimit(system, maxMessageBytes + 5).around("/kvrouter.v1.", handlers);
+    return new BodyLimit(system, maxMessageBytes).around("/kvrouter.v1.", handlers);
   }
 }

@@ -7,6 +7,7 @@ import static io.kvrouter.server.TestRouter.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.awaitility.Awaitility.await;
 
 import com.google.protobuf.DescriptorProtos.FileDescriptorProto;
 import io.grpc.CallOptions;
@@ -23,7 +24,14 @@ import io.kvrouter.server.TestRouter;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+import org.slf4j.bridge.SLF4JBridgeHandler;
 import org.junit.jupiter.params.AfterParameterizedClassInvocation;
 import org.junit.jupiter.params.BeforeParameterizedClassInvocation;
 import org.junit.jupiter.params.Parameter;
@@ -145,11 +153,55 @@ class TransportTest {
   @Test
   void aBodyThatIsNotAProtobufMessageIsInvalidArgumentMalformed() {
     // field 1 (model, length-delimited) announcing 100 bytes, followed by 2
-    byte[] truncated = {0x0a, 100, 'm', 'x'};
+    assertMalformed(new byte[] {0x0a, 100, 'm', 'x'});
+    // a wire type that does not exist (7)
+    assertMalformed(new byte[] {0x0f, 1, 2, 3});
+    // and the connection still serves
+    assertThat(raw.call(SELECT, CallOptions.DEFAULT, RouteRequest.newBuilder().setModel(MODEL).setIslTokens(64)
+        .build()).getWorker().getWorkerId()).isEqualTo("w1");
+  }
+
+  @Test
+  void aStringThatIsNotUtf8IsInvalidArgumentMalformed() {
+    // field 1 (model): two bytes that are not UTF-8; proto3 strings must be
+    assertMalformed(new byte[] {0x0a, 2, (byte) 0xff, (byte) 0xfe, 0x28, 64});
+  }
+
+  @Test
+  void rejectedBodiesAreLoggedRateLimitedWithoutStackTraces() {
+    Logger logger = (Logger) LoggerFactory.getLogger("io.kvrouter.server.grpc.RejectionLog");
+    ListAppender<ILoggingEvent> lines = new ListAppender<>();
+    lines.start();
+    Level level = logger.getLevel();
+    logger.setLevel(Level.INFO);
+    logger.addAppender(lines);
+    try {
+      byte[] garbage = {0x0f, 1, 2, 3};
+      for (int i = 0; i < 50; i++) {
+        assertMalformed(garbage);
+      }
+      // rate-limited: once the interval has passed, a line carries the count of those not logged
+      await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(200)).until(() -> {
+        assertMalformed(garbage);
+        return lines.list.stream().anyMatch(line -> line.getFormattedMessage().contains("not logged"));
+      });
+      assertThat(lines.list.size()).isLessThan(50);
+      assertThat(lines.list).allSatisfy(line -> {
+        assertThat(line.getThrowableProxy()).isNull();
+        assertThat(line.getFormattedMessage()).contains("MALFORMED");
+      });
+      assertThat(SLF4JBridgeHandler.isInstalled()).as("java.util.logging (grpc-java's) goes to SLF4J").isTrue();
+    } finally {
+      logger.detachAppender(lines);
+      logger.setLevel(level);
+    }
+  }
+
+  private static void assertMalformed(byte[] body) {
     var rawSelect = SELECT.toBuilder(RawGrpc.BYTES, RawGrpc.BYTES).build();
     StatusRuntimeException e = catchThrowableOfType(StatusRuntimeException.class,
-        () -> raw.call(rawSelect, CallOptions.DEFAULT, truncated));
-    assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+        () -> raw.call(rawSelect, CallOptions.DEFAULT, body));
+    assertThat(e.getStatus().getCode()).as(e.toString()).isEqualTo(Status.Code.INVALID_ARGUMENT);
     assertThat(reason(e)).isEqualTo("MALFORMED");
   }
 }
