@@ -60,6 +60,7 @@ public final class Bench implements Runnable {
     }
     cli.addSubcommand("all", subcommand("Every benchmark above, in this JVM.", BENCHMARKS));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
+    cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);
   }
 
