@@ -39,6 +39,8 @@ public record RoutingError(Code code, String reason, String message) {
   public static final String MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE";
   public static final String QUEUE_DEADLINE_EXCEEDED = "QUEUE_DEADLINE_EXCEEDED";
   public static final String ADMISSION_TIMEOUT = "ADMISSION_TIMEOUT";
+  /** A Book whose caller had no more time left than the deadline margin: rejected before any ask. */
+  public static final String DEADLINE_TOO_SHORT = "DEADLINE_TOO_SHORT";
 
   public static RoutingError invalid(String reason, String message) {
     return new RoutingError(Code.INVALID_ARGUMENT, reason, message);
