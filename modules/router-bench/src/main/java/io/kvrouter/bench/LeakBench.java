@@ -91,6 +91,8 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
     final LongAdder deadline = new LongAdder();
     final LongAdder cancelled = new LongAdder();
     final Map<String, LongAdder> otherErrors = new ConcurrentHashMap<>();
+    /** How each abandoned Book was sent, by request id: to tell which kind the leaked bookings are. */
+    final Map<String, String> abandonedKind = new ConcurrentHashMap<>();
   }
 
   @Override
@@ -144,6 +146,7 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
                 counts.otherErrors.isEmpty() ? "0" : counts.otherErrors.toString(), leaked,
                 percent(leaked, abandoned), maxInFlight(settled),
                 Report.verdict(leaked <= abandoned / 100.0)));
+        report.paragraph("Live bookings at the end by how their Book was sent: " + leakedByKind(settled, counts) + ".");
         if (lease != null) {
           report.paragraph(reclaim(channel, lease, leaked));
         }
@@ -219,8 +222,11 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
         }
         Status status = Status.fromThrowable(failure);
         switch (status.getCode()) {
-          case DEADLINE_EXCEEDED -> counts.deadline.increment();
-          case CANCELLED -> counts.cancelled.increment();
+          case DEADLINE_EXCEEDED, CANCELLED -> {
+            (status.getCode() == Status.Code.CANCELLED ? counts.cancelled : counts.deadline).increment();
+            counts.abandonedKind.put(request.getRequestId(),
+                shortDeadline ? "1-5 ms deadline" : cancel ? "cancelled" : "10 s deadline");
+          }
           default -> counts.otherErrors.computeIfAbsent(status.getCode() + " "
               + ReasonTrailer.of(Status.trailersFromThrowable(failure)), k -> new LongAdder()).increment();
         }
@@ -323,6 +329,13 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
   private static ModelState state(ManagedChannel channel) throws Exception {
     return blocking(channel, AdminGrpc.getGetModelStateMethod(),
         ModelStateRequest.newBuilder().setModel(MODEL).build());
+  }
+
+  private static String leakedByKind(ModelState state, Counts counts) {
+    Map<String, Integer> byKind = new java.util.TreeMap<>();
+    state.getBookingsList().forEach(b ->
+        byKind.merge(counts.abandonedKind.getOrDefault(b.getRequestId(), "answered to the client"), 1, Integer::sum));
+    return byKind.isEmpty() ? "none" : byKind.toString();
   }
 
   private static int maxInFlight(ModelState state) {
