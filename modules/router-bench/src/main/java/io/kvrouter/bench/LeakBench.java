@@ -20,6 +20,8 @@ import io.kvrouter.api.v1.RouterGrpc;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkerState;
 import io.kvrouter.api.v1.WorkersGrpc;
+import io.kvrouter.bench.transport.RouterSetup;
+import io.kvrouter.bench.transport.Unary;
 import io.kvrouter.server.Main;
 import io.kvrouter.server.RouterNode;
 import java.nio.file.Path;
@@ -162,20 +164,8 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
   }
 
   private String routerConfig(Duration lease) {
-    StringBuilder config = new StringBuilder("""
-        kvrouter.grpc.host = 127.0.0.1
-        kvrouter.grpc.port = 0
-        kvrouter.management.host = 127.0.0.1
-        kvrouter.management.port = 0
-        pekko.remote.artery.canonical.hostname = 127.0.0.1
-        pekko.remote.artery.canonical.port = 0
-        pekko.loglevel = WARNING
-        """);
-    config.append("kvrouter.grpc.binding = \"").append(binding).append("\"\n");
-    if (lease != null) {
-      config.append("kvrouter.admission.lease = ").append(lease.toMillis()).append("ms\n");
-    }
-    return config.toString();
+    String config = RouterSetup.loopbackRouterConfig(binding);
+    return lease == null ? config : config + "kvrouter.admission.lease = " + lease.toMillis() + "ms\n";
   }
 
   /** One client loop: Book, release what it was told about, next Book, until the run's end or the budget. */
@@ -257,28 +247,7 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
 
   /** Starts a unary call; the future completes with its answer or fails with its status. */
   private static <Q, R> CompletableFuture<R> unary(ClientCall<Q, R> call, Q request) {
-    CompletableFuture<R> result = new CompletableFuture<>();
-    call.start(new ClientCall.Listener<>() {
-      private R message;
-
-      @Override
-      public void onMessage(R message) {
-        this.message = message;
-      }
-
-      @Override
-      public void onClose(Status status, Metadata trailers) {
-        if (status.isOk() && message != null) {
-          result.complete(message);
-        } else {
-          result.completeExceptionally(status.asRuntimeException(trailers));
-        }
-      }
-    }, new Metadata());
-    call.request(2);
-    call.sendMessage(request);
-    call.halfClose();
-    return result;
+    return Unary.start(call, request).thenApply(Unary.Answer::message);
   }
 
   private static <Q, R> R blocking(ManagedChannel channel, MethodDescriptor<Q, R> method, Q request)

@@ -21,13 +21,26 @@ import java.util.concurrent.TimeUnit;
  * The router workload of issue 4: 64 workers registered through the Workers service, the {@code kv} policy, and KV
  * events so that overlaps are real: worker {@code w00..w15} holds the first 8, 16, ..., 128 blocks of the prompt.
  */
-final class RouterSetup {
+public final class RouterSetup {
   static final int EVENT_FED_WORKERS = 16;
   private static final Duration CALL = Duration.ofSeconds(10);
   private static final Set<Status.Code> NOT_READY = Set.of(Status.Code.UNAVAILABLE, Status.Code.DEADLINE_EXCEEDED,
       Status.Code.UNKNOWN, Status.Code.INTERNAL, Status.Code.UNIMPLEMENTED);
 
   private RouterSetup() {}
+
+  /** A one-node router on loopback ephemeral ports, serving gRPC with {@code binding}, Pekko logging at WARNING. */
+  public static String loopbackRouterConfig(String binding) {
+    return """
+        kvrouter.grpc.host = 127.0.0.1
+        kvrouter.grpc.port = 0
+        kvrouter.management.host = 127.0.0.1
+        kvrouter.management.port = 0
+        pekko.remote.artery.canonical.hostname = 127.0.0.1
+        pekko.remote.artery.canonical.port = 0
+        pekko.loglevel = WARNING
+        """ + "kvrouter.grpc.binding = \"" + binding + "\"\n";
+  }
 
   static String workerId(int i) {
     return String.format("w%02d", i);

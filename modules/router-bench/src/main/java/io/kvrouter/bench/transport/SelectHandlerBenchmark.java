@@ -41,16 +41,7 @@ public class SelectHandlerBenchmark {
 
   @Setup(Level.Trial)
   public void start() throws InterruptedException {
-    node = Main.init(ConfigFactory.parseString("""
-        kvrouter.grpc.binding = netty
-        kvrouter.grpc.host = 127.0.0.1
-        kvrouter.grpc.port = 0
-        kvrouter.management.host = 127.0.0.1
-        kvrouter.management.port = 0
-        pekko.remote.artery.canonical.hostname = 127.0.0.1
-        pekko.remote.artery.canonical.port = 0
-        pekko.loglevel = WARNING
-        """));
+    node = Main.init(ConfigFactory.parseString(RouterSetup.loopbackRouterConfig("netty")));
     RouterSetup.run(node.grpcPort(), true);
     router = new RouterService(node.cluster(),
         new ProtoMapping(new RequestLimits(node.system().settings().config().getInt("kvrouter.max-tokens"))));
