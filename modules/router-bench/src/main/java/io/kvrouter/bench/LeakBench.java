@@ -69,6 +69,10 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
   @Option(names = "--seconds", description = "how long the loops start new Books (default 20; --quick: 2)")
   Integer seconds;
 
+  @Option(names = "--channels", description = "client connections the loops share, loop i on connection i mod n "
+      + "(default 1)")
+  int channels = 1;
+
   @Option(names = "--max-books", description = "upper bound on Books sent in all (default 5,000,000)")
   long maxBooks = 5_000_000;
 
@@ -106,8 +110,12 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
     Duration lease = leaseSeconds == null ? null : Duration.ofSeconds(leaseSeconds);
     Report report = new Report("Bookings left behind by abandoned Books");
     try (RouterNode node = Main.init(ConfigFactory.parseString(routerConfig(lease)))) {
-      ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", node.grpcPort()).usePlaintext()
-          .directExecutor().build();
+      List<ManagedChannel> connections = new ArrayList<>();
+      for (int i = 0; i < Math.max(1, channels); i++) {
+        connections.add(NettyChannelBuilder.forAddress("127.0.0.1", node.grpcPort()).usePlaintext()
+            .directExecutor().build());
+      }
+      ManagedChannel channel = connections.get(0);
       ScheduledExecutorService cancels = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "leaks-cancel");
         t.setDaemon(true);
@@ -122,7 +130,8 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
         AtomicLong budget = new AtomicLong(maxBooks);
         CountDownLatch done = new CountDownLatch(loopCount);
         for (int loop = 0; loop < loopCount; loop++) {
-          new BookLoop(channel, cancels, counts, "l" + loop + "-", stopAt, budget, done).next();
+          new BookLoop(connections.get(loop % connections.size()), cancels, counts, "l" + loop + "-", stopAt,
+              budget, done).next();
         }
         if (!done.await(runFor.toSeconds() + 60, TimeUnit.SECONDS)) {
           throw new IllegalStateException("Book loops did not end within a minute of the run");
@@ -134,12 +143,12 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
         Progress.line("leaks", "sent %d, booked and released %d, abandoned %d, leaked %d", counts.sent.sum(),
             counts.released.sum(), abandoned, leaked);
         report.paragraph(String.format(Locale.ROOT, "%d concurrent Book loops for %d s on one router (`%s` binding, "
-            + "grpc-java client on loopback, %d workers, lease %s): %d %% of Books with a 1-5 ms deadline, %d %% "
+            + "grpc-java client on loopback over %d connection(s), %d workers, lease %s): %d %% of Books with a 1-5 ms deadline, %d %% "
             + "cancelled by the client 0-2 ms after sending, the rest with a 10 s deadline. Every booking the "
             + "client was told about is released; the client never replays. Leaked = bookings live once every "
             + "loop has ended, plus those that expired on their lease during the run; abandoned = Books that "
             + "ended DEADLINE_EXCEEDED or CANCELLED.", loopCount,
-            runFor.toSeconds(), binding, WORKERS, lease == null ? "300 s" : lease.toSeconds() + " s",
+            runFor.toSeconds(), binding, Math.max(1, channels), WORKERS, lease == null ? "300 s" : lease.toSeconds() + " s",
             shortDeadlinePercent, cancelPercent));
         report.table(new Report.Table("binding", "Books sent", "booked (all released)", "abandoned: deadline",
             "abandoned: cancelled", "other errors", "leaked", "leaked / abandoned", "max in flight per rank",
@@ -154,8 +163,10 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
         }
       } finally {
         cancels.shutdownNow();
-        channel.shutdownNow();
-        channel.awaitTermination(5, TimeUnit.SECONDS);
+        for (ManagedChannel connection : connections) {
+          connection.shutdownNow();
+          connection.awaitTermination(5, TimeUnit.SECONDS);
+        }
       }
     }
     Path written = report.write(common.outDir(), file);
