@@ -10,6 +10,8 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingState;
 import io.kvrouter.api.v1.RouteRequest;
+import io.kvrouter.cluster.testkit.AdmissionProbes;
+import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.server.TestRouter;
 import java.time.Duration;
@@ -30,7 +32,9 @@ class AbandonedBookTest {
 
   @BeforeAll
   static void start() {
-    router = TestRouter.start(Binding.NETTY);
+    // Books are held 200 ms before the actor sees them, so the answer completes on the actor's thread after the
+    // handler has returned and its event loop is busy: its write is then queued on that loop
+    router = TestRouter.start(Binding.NETTY, "", AdmissionProbes.holdingBooks(Clock.SYSTEM, Duration.ofMillis(200)));
     calls = new NettyCalls(router.node.system(), GrpcServices.create(router.node.cluster(),
         new RequestLimits(131_072), () -> true));
   }
