@@ -64,6 +64,7 @@ public final class Bench implements Runnable {
         + "distinct unknown models and register/deregister cycles (run alone, in its own JVM).",
         List.of(new Benchmark("memory", "", MemoryBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
+    cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);
   }
 

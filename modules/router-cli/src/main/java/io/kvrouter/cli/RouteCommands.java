@@ -1,6 +1,7 @@
 package io.kvrouter.cli;
 
 import com.google.protobuf.MessageOrBuilder;
+import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.Overrides;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
@@ -187,6 +188,12 @@ final class RouteCommands {
         description = "Request id; booking the same id again while live replays the booking.")
     String requestId;
 
+    @Option(names = "--release-after",
+        description = "Release the booking this call gets. With the request id of a Book whose answer was lost (its "
+            + "call timed out or was cancelled just as the router answered), the Book replays that booking "
+            + "(replay: true) and this frees it; a fresh booking (replay: false) is freed as well.")
+    boolean releaseAfter;
+
     RouteRequest request() {
       String id = nonBlank(requestId, "--request-id");
       return parse(() -> route.toRequest().setRequestId(id).build());
@@ -195,7 +202,12 @@ final class RouteCommands {
     @Override
     protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
       RouteRequest req = request();
-      return s -> s.router().book(req);
+      if (!releaseAfter) {
+        return s -> s.router().book(req);
+      }
+      return s -> s.router().book(req).thenCompose(booking -> s.router().release(BookingRef.newBuilder()
+          .setModel(req.getModel()).setRequestId(booking.getRequestId()).setAttempt(booking.getAttempt()).build())
+          .thenApply(released -> booking));
     }
   }
 }

@@ -124,6 +124,31 @@ class CliEndToEndTest {
     assertThat(after.getBookingsList()).isEmpty();
   }
 
+  /**
+   * A Book whose answer the client never saw (here: booked, then forgotten) is reclaimed by replaying it with the
+   * same request id and releasing what comes back; a request id with no live booking is booked and freed at once.
+   */
+  @Test
+  void bookWithReleaseAfterReclaimsABookingWhoseAnswerWasLost() throws Exception {
+    String model = "cli-e2e-reclaim";
+    register(model, "r1");
+    Booking lost = json(ok("book", "--model", model, "--tokens", "1,2,3", "--request-id", "lost"),
+        Booking.newBuilder());
+
+    Booking reclaimed = json(ok("book", "--model", model, "--tokens", "1,2,3", "--request-id", "lost",
+        "--release-after"), Booking.newBuilder());
+    assertThat(reclaimed.getReplay()).isTrue();
+    assertThat(reclaimed.getAttempt()).isEqualTo(lost.getAttempt());
+    assertThat(((ModelState) json(ok("state", "--model", model), ModelState.newBuilder())).getBookingsList())
+        .isEmpty();
+
+    Booking fresh = json(ok("book", "--model", model, "--tokens", "1,2,3", "--request-id", "never-booked",
+        "--release-after"), Booking.newBuilder());
+    assertThat(fresh.getReplay()).isFalse();
+    assertThat(((ModelState) json(ok("state", "--model", model), ModelState.newBuilder())).getBookingsList())
+        .isEmpty();
+  }
+
   @Test
   void setPolicyIsReflectedInState() throws Exception {
     String model = "cli-e2e-policy";

@@ -85,36 +85,66 @@ public final class ModelClient {
   }
 
   /**
+   * A Book in progress: completes with its answer. Cancelling it before the answer, or {@link #abandon}ing it at any
+   * time, undoes what the Book made (its queue entry or its booking) with a CancelBook carrying its nonce.
+   */
+  public static final class BookCall extends CompletableFuture<BookingAnswer> {
+    private final Runnable cancelBook;
+
+    private BookCall(Runnable cancelBook) {
+      this.cancelBook = cancelBook;
+    }
+
+    /**
+     * The caller will never see the answer: frees the booking even when it was already answered (a binding that
+     * learns of a cancelled call before it wrote the answer calls this). A no-op once a replay re-bound the booking.
+     */
+    public void abandon() {
+      if (!cancel(false) && !isCompletedExceptionally()) {
+        cancelBook.run();
+      }
+    }
+  }
+
+  /**
    * Books {@code request} through the admission actor. The ask ends {@code deadline-margin} before the caller's
-   * deadline (or after the configured ask timeout without one); if it times out, or the returned future is cancelled,
-   * a CancelBook with this call's nonce undoes whatever the Book made.
+   * deadline (or after the configured ask timeout without one); if it times out, or the returned future is cancelled
+   * or abandoned, a CancelBook with this call's nonce undoes whatever the Book made. A caller with no more time left
+   * than the margin has given up already: it is rejected with DEADLINE_EXCEEDED (DEADLINE_TOO_SHORT), no ask sent.
    *
    * @param remaining the caller's remaining deadline, or null when it sent none
    */
-  public CompletableFuture<BookingAnswer> book(SelectionRequest request, Duration remaining) {
-    if (!isKnown()) {
-      return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
-    }
+  public BookCall book(SelectionRequest request, Duration remaining) {
     long nonce = ThreadLocalRandom.current().nextLong();
+    BookCall result = new BookCall(() -> tell(new ModelAdmission.CancelBook(request.requestId(), nonce)));
+    if (!isKnown()) {
+      result.completeExceptionally(RoutingError.unknownModel(model).toException());
+      return result;
+    }
+    if (remaining != null && remaining.compareTo(config.deadlineMargin()) <= 0) {
+      result.completeExceptionally(new RoutingException(new RoutingError(RoutingError.Code.DEADLINE_EXCEEDED,
+          RoutingError.DEADLINE_TOO_SHORT, "the call's deadline (" + remaining.toMillis() + " ms left) leaves no "
+              + "time beyond the deadline margin (" + config.deadlineMargin().toMillis() + " ms) to book")));
+      return result;
+    }
     Duration timeout = askTimeout(remaining);
     long deadlineMillis = clock.millis() + timeout.toMillis();
-    CompletableFuture<BookingAnswer> result = new CompletableFuture<>();
     this.<ModelAdmission.BookReply>send(replyTo -> new ModelAdmission.Book(request, nonce, deadlineMillis, replyTo),
             timeout)
         .whenCompleteAsync((reply, failure) -> {
           if (failure != null) {
-            tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+            result.cancelBook.run();
             result.completeExceptionally(mapFailure(failure, remaining));
           } else if (reply.error() != null) {
             result.completeExceptionally(reply.error().toException());
           } else if (!result.complete(reply.answer())) {
             // the caller cancelled while the ask was in flight: undo the booking made for it
-            tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+            result.cancelBook.run();
           }
         }, SAME_THREAD);
     result.whenComplete((answer, failure) -> {
       if (result.isCancelled()) {
-        tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
+        result.cancelBook.run();
       }
     });
     return result;

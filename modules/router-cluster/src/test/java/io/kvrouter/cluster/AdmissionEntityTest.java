@@ -224,6 +224,39 @@ class AdmissionEntityTest {
     assertThat(join(client.release("holder", holder.attempt(), null)).applied()).isTrue();
   }
 
+  /** A caller with no more time left than the deadline margin has given up already: no ask, nothing booked. */
+  @Test
+  void aBookWithNoTimeBeyondTheMarginIsRejectedUpFront() {
+    ModelClient client = cluster.modelWithWorkers("too-short", "round_robin", "a");
+    long version = cluster.state(client).viewVersion();
+    for (Duration remaining : List.of(Duration.ZERO, Duration.ofMillis(1), AdmissionConfig.fromConfig(cluster.kit.system().settings().config()).deadlineMargin())) {
+      assertThatThrownBy(() -> client.book(Requests.of("too-short", "late-" + remaining.toMillis(), 64), remaining)
+          .get(5, TimeUnit.SECONDS)).cause()
+          .isInstanceOfSatisfying(RoutingException.class, e -> {
+            assertThat(e.error().code()).isEqualTo(RoutingError.Code.DEADLINE_EXCEEDED);
+            assertThat(e.error().reason()).isEqualTo(RoutingError.DEADLINE_TOO_SHORT);
+          });
+    }
+    // a Book sent after them is booked, and is the only booking: the rejected ones never reached the actor
+    book(client, "in-time");
+    ModelSnapshot state = cluster.state(client);
+    assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("in-time");
+    assertThat(state.viewVersion()).isEqualTo(version);
+  }
+
+  /**
+   * The binding learned that the call was cancelled after the Book was answered but before the answer was written:
+   * abandoning the answered Book frees its booking (cancelling a completed future would do nothing).
+   */
+  @Test
+  void abandoningAnAnsweredBookFreesItsBooking() {
+    ModelClient client = cluster.modelWithWorkers("abandoned", "round_robin", "a");
+    ModelClient.BookCall call = client.book(Requests.of("abandoned", "answered", 64), null);
+    assertThat(join(call).requestId()).isEqualTo("answered");
+    call.abandon();
+    await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).bookings().isEmpty());
+  }
+
   @Test
   void aCancelledBookIsUndone() {
     ModelClient client = cluster.modelWithWorkers("cancelled", "round_robin", "a");

@@ -14,19 +14,38 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-/** One blocking unary call over a plain grpc-java channel (no stubs), with the response headers kept. */
-final class Unary {
+/** One unary call over a plain grpc-java channel (no stubs), with the response headers kept. */
+public final class Unary {
   static final Metadata.Key<String> SERVER = Metadata.Key.of("server", Metadata.ASCII_STRING_MARSHALLER);
 
   /** The answer and the response headers of a successful call. */
-  record Answer<R>(R message, Metadata headers) {}
+  public record Answer<R>(R message, Metadata headers) {}
 
   private Unary() {}
 
   static <Q, R> Answer<R> call(Channel channel, MethodDescriptor<Q, R> method, Q request, Duration timeout) {
-    CompletableFuture<Answer<R>> done = new CompletableFuture<>();
     ClientCall<Q, R> call = channel.newCall(method,
         CallOptions.DEFAULT.withDeadlineAfter(timeout.toMillis(), TimeUnit.MILLISECONDS));
+    CompletableFuture<Answer<R>> done = start(call, request);
+    try {
+      return done.get(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof StatusRuntimeException status) {
+        throw status;
+      }
+      throw new IllegalStateException(e.getCause());
+    } catch (TimeoutException e) {
+      call.cancel("timed out", null);
+      throw Status.DEADLINE_EXCEEDED.withDescription("no answer").asRuntimeException();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Status.CANCELLED.asRuntimeException();
+    }
+  }
+
+  /** Starts {@code call} with {@code request}: completes with the answer, or fails with the call's status. */
+  public static <Q, R> CompletableFuture<Answer<R>> start(ClientCall<Q, R> call, Q request) {
+    CompletableFuture<Answer<R>> done = new CompletableFuture<>();
     call.start(new ClientCall.Listener<>() {
       private Metadata headers = new Metadata();
       private R message;
@@ -55,20 +74,7 @@ final class Unary {
     call.request(2);
     call.sendMessage(request);
     call.halfClose();
-    try {
-      return done.get(timeout.toMillis() + 1_000, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      if (e.getCause() instanceof StatusRuntimeException status) {
-        throw status;
-      }
-      throw new IllegalStateException(e.getCause());
-    } catch (TimeoutException e) {
-      call.cancel("timed out", null);
-      throw Status.DEADLINE_EXCEEDED.withDescription("no answer").asRuntimeException();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw Status.CANCELLED.asRuntimeException();
-    }
+    return done;
   }
 
   static String describe(StatusRuntimeException e) {

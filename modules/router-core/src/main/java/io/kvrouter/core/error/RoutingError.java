@@ -39,6 +39,8 @@ public record RoutingError(Code code, String reason, String message) {
   public static final String MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE";
   public static final String QUEUE_DEADLINE_EXCEEDED = "QUEUE_DEADLINE_EXCEEDED";
   public static final String ADMISSION_TIMEOUT = "ADMISSION_TIMEOUT";
+  /** A Book whose caller had no more time left than the deadline margin: rejected before any ask. */
+  public static final String DEADLINE_TOO_SHORT = "DEADLINE_TOO_SHORT";
   public static final String FIELD_TOO_LONG = "FIELD_TOO_LONG";
   public static final String TOO_MANY_RANKS = "TOO_MANY_RANKS";
   public static final String TOO_MANY_ITEMS = "TOO_MANY_ITEMS";

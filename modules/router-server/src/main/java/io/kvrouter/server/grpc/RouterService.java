@@ -14,7 +14,6 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionRequest;
-import io.kvrouter.core.admission.BookingAnswer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.grpc.javadsl.Metadata;
@@ -47,8 +46,9 @@ public final class RouterService implements RouterPowerApi {
   }
 
   /**
-   * Books through the admission actor. Cancelling the returned future (a binding does when its call is cancelled)
-   * cancels the facade's, which then sends CancelBook for whatever this call booked.
+   * Books through the admission actor. The answer is an {@link AbandonableAnswer}: a binding that learns the call was
+   * cancelled abandons it (or cancels it), and the facade then sends CancelBook for whatever this call booked, even
+   * when the booking was already answered.
    */
   @Override
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
@@ -56,11 +56,22 @@ public final class RouterService implements RouterPowerApi {
       RequestLimits.requireModel(in.getModel()); // before any per-model lookup
       ModelClient queue = cluster.client(in.getModel());
       SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
-      CompletableFuture<BookingAnswer> booking = queue.book(request, Deadlines.remaining(metadata));
-      CompletableFuture<Booking> answer = booking.thenApplyAsync(ProtoMapping::toProto, SAME_THREAD);
+      ModelClient.BookCall booking = queue.book(request, Deadlines.remaining(metadata));
+      AbandonableAnswer<Booking> answer = new AbandonableAnswer<>(booking::abandon);
+      booking.whenComplete((done, failure) -> {
+        if (failure != null) {
+          answer.completeExceptionally(failure);
+          return;
+        }
+        try {
+          answer.complete(ProtoMapping.toProto(done));
+        } catch (RuntimeException e) {
+          answer.completeExceptionally(e);
+        }
+      });
       answer.whenComplete((done, failure) -> {
         if (answer.isCancelled()) {
-          booking.cancel(false);
+          booking.abandon();
         }
       });
       return answer;

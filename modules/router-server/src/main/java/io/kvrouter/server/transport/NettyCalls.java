@@ -31,6 +31,7 @@ import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersGrpc;
+import io.kvrouter.server.grpc.AbandonableAnswer;
 import io.kvrouter.server.grpc.StatusMapping;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -139,15 +140,21 @@ final class NettyCalls implements RouterGrpc.AsyncService, WorkersGrpc.AsyncServ
   }
 
   /**
-   * Answers when the stage completes; a call cancelled first cancels the stage. An answer completed elsewhere (the
+   * Answers when the stage completes; a call cancelled first cancels the stage, or abandons it (a Book): then what it
+   * booked is freed even when the answer was complete but not yet written. An answer completed elsewhere (the
    * admission actor's thread) is encoded and written on the call's own event loop: the actor's thread is free for its
    * next command sooner, and netty writes from its own thread directly. One already complete (Select) is answered
-   * right here.
+   * right here. Only a cancel that arrives after the answer was written is not seen (router.proto, Book).
    */
   private <Resp> void answer(StreamObserver<Resp> out, CompletionStage<Resp> stage) {
     ServerCallStreamObserver<Resp> call = (ServerCallStreamObserver<Resp>) out;
     CompletableFuture<Resp> answer = stage.toCompletableFuture();
-    if (!answer.isDone()) {
+    if (answer instanceof AbandonableAnswer<Resp> abandonable) {
+      call.setOnCancelHandler(abandonable::abandon);
+      if (call.isCancelled()) {
+        abandonable.abandon();
+      }
+    } else if (!answer.isDone()) {
       call.setOnCancelHandler(() -> answer.cancel(false));
     }
     EventExecutor loop = ThreadExecutorMap.currentExecutor();
