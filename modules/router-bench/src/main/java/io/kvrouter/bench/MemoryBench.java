@@ -1,5 +1,6 @@
 package io.kvrouter.bench;
 
+import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.api.v1.AdminClient;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.ModelStateRequest;
@@ -35,7 +36,9 @@ import org.apache.pekko.grpc.GrpcClientSettings;
 final class MemoryBench {
   record Settings(int unknownNames, int nameBytes, int cycles, int warmup) {
     static Settings defaults(boolean quick) {
-      return quick ? new Settings(500, 1024, 100, 200) : new Settings(20_000, 1024, 3_000, 2_000);
+      // names of the longest length the contract accepts, so that every call reaches the unknown-model path
+      return quick ? new Settings(500, RequestLimits.MAX_ID_LENGTH, 100, 200)
+          : new Settings(20_000, RequestLimits.MAX_ID_LENGTH, 3_000, 2_000);
     }
   }
 
