@@ -1,5 +1,11 @@
 package io.kvrouter.cluster.testkit;
 
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Signal;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import io.kvrouter.cluster.CborSerializable;
 import io.kvrouter.cluster.ModelAdmission;
 import io.kvrouter.cluster.RouterCluster;
@@ -63,9 +69,12 @@ public final class AdmissionProbes {
   /** The actor's advisory pick for {@code request} (the actor must run with a probe decorator). */
   public static CompletionStage<SelectionResult> selectOnActor(ActorSystem<?> system, SelectionRequest request,
       Duration timeout) {
-    EntityRef<Object> actor = widen(ClusterSharding.get(system).entityRefFor(ModelAdmission.ENTITY_KEY,
-        request.model()));
-    CompletionStage<SelectReply> reply = actor.ask(replyTo -> new SelectOnActor(request, replyTo), timeout);
+    // like ModelClient: straight to the actor while it runs on this node, else through the shard region
+    ActorRef<Object> here = RUNNING.get(new Running(system, request.model()));
+    CompletionStage<SelectReply> reply = here != null
+        ? AskPattern.ask(here, replyTo -> new SelectOnActor(request, replyTo), timeout, system.scheduler())
+        : widen(ClusterSharding.get(system).entityRefFor(ModelAdmission.ENTITY_KEY, request.model()))
+            .ask(replyTo -> new SelectOnActor(request, replyTo), timeout);
     return reply.thenApply(answer -> {
       if (answer.error() != null) {
         throw answer.error().toException();
@@ -85,6 +94,16 @@ public final class AdmissionProbes {
     return (EntityRef<Object>) (EntityRef<?>) ref;
   }
 
+  /** A probed admission actor running on a node: (that node's system, the model). */
+  private record Running(ActorSystem<?> system, String model) {}
+
+  private static final Map<Running, ActorRef<Object>> RUNNING = new ConcurrentHashMap<>();
+
+  private static Running running(ActorContext<Object> context) {
+    // an entity actor is named by its URL-encoded entity id, the model
+    return new Running(context.getSystem(), URLDecoder.decode(context.getSelf().path().name(), StandardCharsets.UTF_8));
+  }
+
   private static final class Probe extends BehaviorInterceptor<Object, ModelAdmission.Command> {
     private final Clock clock;
     private final Duration bookDelay;
@@ -95,6 +114,24 @@ public final class AdmissionProbes {
       super(Object.class);
       this.clock = clock;
       this.bookDelay = bookDelay;
+    }
+
+    @Override
+    public Behavior<ModelAdmission.Command> aroundStart(TypedActorContext<Object> ctx,
+        PreStartTarget<ModelAdmission.Command> target) {
+      ActorContext<Object> context = ctx.asJava();
+      RUNNING.put(running(context), context.getSelf());
+      return target.start(ctx);
+    }
+
+    @Override
+    public Behavior<ModelAdmission.Command> aroundSignal(TypedActorContext<Object> ctx, Signal signal,
+        SignalTarget<ModelAdmission.Command> target) {
+      if (signal instanceof PostStop) {
+        ActorContext<Object> context = ctx.asJava();
+        RUNNING.remove(running(context), context.getSelf());
+      }
+      return target.apply(ctx, signal);
     }
 
     @Override
