@@ -39,10 +39,9 @@ public final class ProtoMapping {
    * A validated domain request. The prompt length is the token count when token ids are sent, else isl_tokens (then
    * required); sending both token ids and block hashes is malformed. The prompt is reduced to the sequence hashes of
    * its full blocks here, at the edge, with the model's block size from {@code view} (null: the model is unknown and
-   * the selection will say so).
+   * the selection will say so). The caller has checked the model name: it looked the model up by it.
    */
   public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook, SelectionView view) {
-    RequestLimits.requireModel(in.getModel());
     if (in.getScope() == Scope.UNRECOGNIZED) {
       throw unknownEnumValue("scope", in.getScopeValue());
     }

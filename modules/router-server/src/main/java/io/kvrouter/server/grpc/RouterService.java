@@ -39,9 +39,9 @@ public final class RouterService implements RouterPowerApi {
   public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel()); // before any per-model lookup
-      ModelClient queue = cluster.client(in.getModel());
-      SelectionRequest request = mapping.toSelectionRequest(in, false, queue.view());
-      return CompletableFuture.completedFuture(ProtoMapping.toProto(queue.selectWithoutAdmission(request)));
+      ModelClient client = cluster.client(in.getModel());
+      SelectionRequest request = mapping.toSelectionRequest(in, false, client.view());
+      return CompletableFuture.completedFuture(ProtoMapping.toProto(client.selectWithoutAdmission(request)));
     });
   }
 
@@ -54,9 +54,9 @@ public final class RouterService implements RouterPowerApi {
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
     return Calls.guard(() -> {
       RequestLimits.requireModel(in.getModel()); // before any per-model lookup
-      ModelClient queue = cluster.client(in.getModel());
-      SelectionRequest request = mapping.toSelectionRequest(in, true, queue.view());
-      ModelClient.BookCall booking = queue.book(request, Deadlines.remaining(metadata));
+      ModelClient client = cluster.client(in.getModel());
+      SelectionRequest request = mapping.toSelectionRequest(in, true, client.view());
+      ModelClient.BookCall booking = client.book(request, Deadlines.remaining(metadata));
       AbandonableAnswer<Booking> answer = new AbandonableAnswer<>(booking::abandon);
       booking.whenComplete((done, failure) -> {
         if (failure != null) {
