@@ -1,15 +1,22 @@
 package io.kvrouter.cluster;
 
-import io.kvrouter.core.indexer.ModelKvIndex;
-import io.kvrouter.core.model.Rank;
-import io.kvrouter.core.model.WorkerConfig;
+import com.typesafe.config.Config;
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.indexer.KvEventSequencer;
+import io.kvrouter.core.indexer.ModelKvIndex;
+import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.SelectionView;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.typed.Cluster;
@@ -18,51 +25,96 @@ import org.apache.pekko.cluster.typed.Cluster;
  * Applies a worker's KV events to the index of every node of the region that serves the model: at once on the node
  * that received them (so the caller's answer counts what was applied), and through a per-region pub-sub topic on
  * the others. Events reach indexes only; the admission actor never sees them.
+ *
+ * <p>Every node puts each (worker, rank)'s events back in event-id order with its own {@link KvEventSequencer} per
+ * model, so an engine's batches may arrive through different nodes: an early batch waits up to
+ * {@code kvrouter.kv-index.reorder-window} for the ids before it (at most {@code reorder-max-held} events per rank),
+ * and only then are the missing ids a gap, which every node declares for itself and which clears the rank. The
+ * subscriber actor's timer ages held events.
  */
 public final class KvEventFanout {
+  /** The subscriber's messages: batches from the region's other nodes, and the tick that ages held events. */
+  sealed interface Command extends CborSerializable {}
+
   /** A batch on its way to the other nodes of the region. */
   public record Published(String origin, String model, String workerId, int dpRank, List<KvEventRecord> events)
-      implements CborSerializable {}
+      implements Command {}
 
-  /** What one batch did to the local index. */
-  public record Applied(int applied, long gaps) {}
+  /** Time to declare gaps for events held for the window. */
+  enum Tick implements Command {
+    INSTANCE
+  }
+
+  /**
+   * What one batch did to the local index.
+   *
+   * @param applied events of the batch applied at once
+   * @param held events of the batch accepted but waiting for lower ids (applied when they arrive, or after the
+   *     reorder window as a gap)
+   * @param gaps gaps declared while applying the batch (the per-rank hold bound was hit), each clearing the rank
+   */
+  public record Applied(int applied, int held, long gaps) {}
 
   private final ViewRegistry registry;
   private final Function<String, ModelKvIndex> indexes;
   private final ActorRef<Topic.Command<Published>> topic;
   private final String self;
   private final int blocksPerKvBlock;
+  private final KvEventSequencer.Settings reorder;
+  private final LongSupplier clock;
+  private final Map<String, KvEventSequencer> sequencers = new ConcurrentHashMap<>();
 
   /**
    * @param blocksPerKvBlock how many index blocks a rank may hold per KV block of its registered capacity
    *     ({@code kvrouter.kv-index.blocks-per-kv-block})
+   * @param clock the reorder window's clock
    */
   KvEventFanout(ActorSystem<?> system, ViewRegistry registry, Function<String, ModelKvIndex> indexes,
-      int blocksPerKvBlock) {
+      int blocksPerKvBlock, LongSupplier clock) {
     this.registry = registry;
     this.blocksPerKvBlock = blocksPerKvBlock;
     this.indexes = indexes;
+    this.clock = clock;
+    this.reorder = reorderSettings(system.settings().config());
     Cluster cluster = Cluster.get(system);
     this.self = cluster.selfMember().address().toString();
     String region = cluster.selfMember().dataCenter();
     this.topic = system.systemActorOf(Topic.create(Published.class, "kv-events-" + region), "kv-events-topic",
-        org.apache.pekko.actor.typed.Props.empty());
-    ActorRef<Published> subscriber = system.systemActorOf(subscriber(), "kv-events-subscriber",
-        org.apache.pekko.actor.typed.Props.empty());
-    topic.tell(Topic.subscribe(subscriber));
+        Props.empty());
+    ActorRef<Command> subscriber = system.systemActorOf(subscriber(tickInterval(reorder)), "kv-events-subscriber",
+        Props.empty());
+    topic.tell(Topic.subscribe(subscriber.narrow()));
   }
 
-  private Behavior<Published> subscriber() {
-    return Behaviors.receive(Published.class)
-        .onMessage(Published.class, batch -> {
-          SelectionView view = registry.view(batch.model());
-          WorkerConfig worker = view == null ? null : view.worker(batch.workerId());
-          if (!batch.origin().equals(self) && worker != null) {
-            applyLocally(batch.model(), worker, batch.dpRank(), batch.events());
-          }
-          return Behaviors.same();
-        })
-        .build();
+  /** {@code kvrouter.kv-index.reorder-window} and {@code reorder-max-held}. */
+  static KvEventSequencer.Settings reorderSettings(Config config) {
+    return new KvEventSequencer.Settings(config.getDuration("kvrouter.kv-index.reorder-window").toMillis(),
+        config.getInt("kvrouter.kv-index.reorder-max-held"));
+  }
+
+  /** A quarter of the window (at least 1 ms): a held event waits at most the window and one tick. */
+  static Duration tickInterval(KvEventSequencer.Settings settings) {
+    return Duration.ofMillis(Math.max(1, settings.windowMillis() / 4));
+  }
+
+  private Behavior<Command> subscriber(Duration tick) {
+    return Behaviors.withTimers(timers -> {
+      timers.startTimerWithFixedDelay(Tick.INSTANCE, tick);
+      return Behaviors.receive(Command.class)
+          .onMessage(Published.class, batch -> {
+            SelectionView view = registry.view(batch.model());
+            WorkerConfig worker = view == null ? null : view.worker(batch.workerId());
+            if (!batch.origin().equals(self) && worker != null) {
+              applyLocally(batch.model(), worker, batch.dpRank(), batch.events());
+            }
+            return Behaviors.same();
+          })
+          .onMessageEquals(Tick.INSTANCE, () -> {
+            expireHeld();
+            return Behaviors.same();
+          })
+          .build();
+    });
   }
 
   /**
@@ -84,17 +136,46 @@ public final class KvEventFanout {
     return applied;
   }
 
+  /** What this node's sequencer of the model holds and declared (zeros when it has none). */
+  public KvEventSequencer.Counters reorderCounters(String model) {
+    KvEventSequencer sequencer = sequencers.get(model);
+    return sequencer == null ? KvEventSequencer.Counters.NONE : sequencer.counters();
+  }
+
   private Applied applyLocally(String model, WorkerConfig worker, int dpRank, List<KvEventRecord> events) {
-    ModelKvIndex index = indexes.apply(model);
-    Rank rank = worker.rank(dpRank);
     int maxBlocks = (int) Math.min(Integer.MAX_VALUE, (long) worker.totalKvBlocks() * blocksPerKvBlock);
-    long gapsBefore = index.gapCount();
-    int applied = 0;
+    List<KvEventSequencer.Sequenced> sequenced = new ArrayList<>(events.size());
     for (KvEventRecord event : events) {
-      if (index.apply(rank, event.eventId(), event.toEvent(), maxBlocks)) {
-        applied++;
-      }
+      sequenced.add(new KvEventSequencer.Sequenced(event.eventId(), event.toEvent()));
     }
-    return new Applied(applied, index.gapCount() - gapsBefore);
+    KvEventSequencer.Outcome outcome = sequencer(model).offer(worker.rank(dpRank), maxBlocks, sequenced);
+    return new Applied(outcome.applied(), outcome.held(), outcome.gaps());
+  }
+
+  /** The sequencer feeding the model's current index (a model forgotten and known again has a new index). */
+  private KvEventSequencer sequencer(String model) {
+    ModelKvIndex index = indexes.apply(model);
+    KvEventSequencer current = sequencers.get(model);
+    if (current != null && current.index() == index) {
+      return current;
+    }
+    return sequencers.compute(model, (m, existing) -> existing != null && existing.index() == index
+        ? existing : new KvEventSequencer(index, reorder, clock));
+  }
+
+  /**
+   * Declares gaps for events held for the window; drops what is held for workers (or models) this node no longer
+   * has in its view.
+   */
+  private void expireHeld() {
+    sequencers.forEach((model, sequencer) -> {
+      SelectionView view = registry.view(model);
+      if (view == null) {
+        sequencers.remove(model, sequencer);
+        return;
+      }
+      sequencer.retainWorkers(workerId -> view.worker(workerId) != null);
+      sequencer.expire();
+    });
   }
 }

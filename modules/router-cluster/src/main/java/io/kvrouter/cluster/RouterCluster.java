@@ -109,7 +109,7 @@ public final class RouterCluster {
         .withStopMessage(ModelAdmission.Stop.INSTANCE)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
     RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndexes,
-        clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock()),
+        clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock(), clock::millis),
         org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().dataCenter());
     Holder.ID.apply(system).node = node;
     return node;

@@ -63,6 +63,15 @@ public final class KvEventSequencer {
    */
   public record Outcome(int applied, int held, int duplicates, int released, long gaps) {}
 
+  /**
+   * @param held events held now, over all ranks
+   * @param heldTotal events ever held (each arrived before an id below it)
+   * @param gaps gaps declared (window passed or bound hit); the index's own gap count includes them
+   */
+  public record Counters(long held, long heldTotal, long gaps) {
+    public static final Counters NONE = new Counters(0, 0, 0);
+  }
+
   /** A rank's early events by id, and the bound its last batch was applied with. */
   private static final class Pending {
     final TreeMap<Long, Held> events = new TreeMap<>();
@@ -207,19 +216,9 @@ public final class KvEventSequencer {
     }
   }
 
-  /** Events held now, over all ranks. */
-  public long heldCount() {
-    return heldNow;
-  }
-
-  /** Events ever held (each arrived before an id below it). */
-  public long heldTotal() {
-    return heldTotal;
-  }
-
-  /** Gaps this sequencer declared (window passed or bound hit); the index's own count includes them. */
-  public long gapCount() {
-    return gapCount;
+  /** Held and gap counters (read without the lock: each value is current, together they may be a moment apart). */
+  public Counters counters() {
+    return new Counters(heldNow, heldTotal, gapCount);
   }
 
   /** Applies the held events with ids up to {@code upTo}, then those that follow them without a hole. */

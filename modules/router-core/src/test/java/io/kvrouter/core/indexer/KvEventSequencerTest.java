@@ -63,8 +63,8 @@ class KvEventSequencerTest {
     assertThat(sequencer.offer(A0, MAX_BLOCKS, chain(1, 3))).isEqualTo(new Outcome(3, 0, 0, 0, 0));
     assertThat(sequencer.offer(A0, MAX_BLOCKS, chain(4, 5))).isEqualTo(new Outcome(2, 0, 0, 0, 0));
     assertThat(held(A0)).isEqualTo(5);
-    assertThat(sequencer.heldCount()).isZero();
-    assertThat(sequencer.heldTotal()).isZero();
+    assertThat(sequencer.counters().held()).isZero();
+    assertThat(sequencer.counters().heldTotal()).isZero();
   }
 
   @Test
@@ -73,13 +73,13 @@ class KvEventSequencerTest {
     sequencer.offer(A0, MAX_BLOCKS, chain(1, 2));
     assertThat(sequencer.offer(A0, MAX_BLOCKS, chain(6, 8))).isEqualTo(new Outcome(0, 3, 0, 0, 0));
     assertThat(held(A0)).isEqualTo(2);
-    assertThat(sequencer.heldCount()).isEqualTo(3);
+    assertThat(sequencer.counters().held()).isEqualTo(3);
     clock.addAndGet(WINDOW - 1);
     assertThat(sequencer.expire()).isZero();
     assertThat(sequencer.offer(A0, MAX_BLOCKS, chain(3, 5))).isEqualTo(new Outcome(3, 0, 0, 3, 0));
     assertThat(held(A0)).isEqualTo(8);
-    assertThat(sequencer.heldCount()).isZero();
-    assertThat(sequencer.heldTotal()).isEqualTo(3);
+    assertThat(sequencer.counters().held()).isZero();
+    assertThat(sequencer.counters().heldTotal()).isEqualTo(3);
     assertThat(index.gapCount()).isZero();
     assertThat(index.events().droppedStoreCount()).isZero();
   }
@@ -143,8 +143,8 @@ class KvEventSequencerTest {
     clock.addAndGet(1);
     assertThat(sequencer.expire()).isEqualTo(1);
     assertThat(index.gapCount()).isEqualTo(1);
-    assertThat(sequencer.gapCount()).isEqualTo(1);
-    assertThat(sequencer.heldCount()).isZero();
+    assertThat(sequencer.counters().gaps()).isEqualTo(1);
+    assertThat(sequencer.counters().held()).isZero();
     assertThat(held(A0)).as("the rank was cleared before 5 applied").isZero();
     assertThat(index.overlap(A0, new long[] {tokens(100)}, clock.get()).device()).isEqualTo(1);
     assertThat(held(A1)).as("other ranks keep their blocks").isEqualTo(1);
@@ -165,7 +165,7 @@ class KvEventSequencerTest {
     clock.addAndGet(WINDOW / 2);
     // 3 waited the window: 2 is lost. 5 has waited half of it, so 4 may still come.
     assertThat(sequencer.expire()).isEqualTo(1);
-    assertThat(sequencer.heldCount()).isEqualTo(1);
+    assertThat(sequencer.counters().held()).isEqualTo(1);
     assertThat(sequencer.offer(A0, MAX_BLOCKS, List.of(new Sequenced(4, stored(4, 3L)))))
         .isEqualTo(new Outcome(1, 0, 0, 1, 0));
     assertThat(index.gapCount()).isEqualTo(1);
@@ -181,11 +181,11 @@ class KvEventSequencerTest {
     // A third early event: 2 is declared lost, 3 and 4 apply after the gap, 6 still waits for 5.
     assertThat(sequencer.offer(A0, MAX_BLOCKS, chain(6, 6))).isEqualTo(new Outcome(0, 1, 0, 2, 1));
     assertThat(index.gapCount()).isEqualTo(1);
-    assertThat(sequencer.heldCount()).isEqualTo(1);
+    assertThat(sequencer.counters().held()).isEqualTo(1);
     assertThat(sequencer.offer(A0, MAX_BLOCKS, chain(5, 5))).isEqualTo(new Outcome(1, 0, 0, 1, 0));
     assertThat(index.events().droppedStoreCount())
         .as("3 was chained under the lost 2: it and the chain after it have no parent").isEqualTo(4);
-    assertThat(sequencer.gapCount()).isEqualTo(1);
+    assertThat(sequencer.counters().gaps()).isEqualTo(1);
   }
 
   @Test
@@ -270,6 +270,6 @@ class KvEventSequencerTest {
     assertThat(fresh.overlap(A0, prompt(events), now.get()).device()).isEqualTo(events);
     assertThat(fresh.gapCount()).isZero();
     assertThat(fresh.events().droppedStoreCount()).isZero();
-    assertThat(sequencer.heldCount()).isZero();
+    assertThat(sequencer.counters().held()).isZero();
   }
 }

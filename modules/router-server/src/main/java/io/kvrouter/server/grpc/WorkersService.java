@@ -79,7 +79,7 @@ public final class WorkersService implements WorkersPowerApi {
 
   /**
    * Applies the batch to this node's index of the model at once (on the calling thread, reading no deadline), and
-   * to the region's other nodes by pub-sub.
+   * to the region's other nodes by pub-sub; events ahead of a missing id are held (see KvEventFanout).
    */
   @Override
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in, Metadata metadata) {
@@ -92,7 +92,7 @@ public final class WorkersService implements WorkersPowerApi {
       KvEventFanout.Applied applied = cluster.kvEvents().publish(in.getModel(), in.getWorkerId(), in.getDpRank(),
           events);
       return CompletableFuture.completedFuture(KvEventAck.newBuilder().setApplied(applied.applied())
-          .setGaps((int) applied.gaps()).build());
+          .setHeld(applied.held()).setGaps((int) applied.gaps()).build());
     });
   }
 
