@@ -79,11 +79,16 @@ public final class KvEventFanout {
     Cluster cluster = Cluster.get(system);
     this.self = cluster.selfMember().address().toString();
     String region = cluster.selfMember().dataCenter();
-    this.topic = system.systemActorOf(Topic.create(Published.class, "kv-events-" + region), "kv-events-topic",
+    this.topic = system.systemActorOf(Topic.create(Published.class, topicName(region)), "kv-events-topic",
         Props.empty());
     ActorRef<Command> subscriber = system.systemActorOf(subscriber(tickInterval(reorder)), "kv-events-subscriber",
         Props.empty());
     topic.tell(Topic.subscribe(subscriber.narrow()));
+  }
+
+  /** The region's KV event topic: pub-sub topics are cluster-wide, so the name scopes it to one region. */
+  static String topicName(String region) {
+    return "kv-events-" + region;
   }
 
   /** {@code kvrouter.kv-index.reorder-window} and {@code reorder-max-held}. */
