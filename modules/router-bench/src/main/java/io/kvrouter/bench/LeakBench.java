@@ -83,6 +83,11 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
       + "to expire (e.g. 5)")
   Integer leaseSeconds;
 
+  @Option(names = "--late-cancel-window", description = "the router's kvrouter.grpc.late-cancel-window (netty): how "
+      + "long after a Book's answer was written a client's cancel still frees it; 0s turns that off (default: the "
+      + "router's, 2s)")
+  String lateCancelWindow;
+
   @Option(names = "--file", description = "results file name under the results directory (default leaks.md)")
   String file = "leaks.md";
 
@@ -140,13 +145,14 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
         Progress.line("leaks", "sent %d, booked and released %d, abandoned %d, leaked %d", counts.sent.sum(),
             counts.released.sum(), abandoned, leaked);
         report.paragraph(String.format(Locale.ROOT, "%d concurrent Book loops for %d s on one router (`%s` binding, "
-            + "grpc-java client on loopback over %d connection(s), %d workers, lease %s): %d %% of Books with a 1-5 ms deadline, %d %% "
+            + "grpc-java client on loopback over %d connection(s), %d workers, lease %s, late-cancel window %s): "
+            + "%d %% of Books with a 1-5 ms deadline, %d %% "
             + "cancelled by the client 0-2 ms after sending, the rest with a 10 s deadline. Every booking the "
             + "client was told about is released; the client never replays. Leaked = bookings live once every "
             + "loop has ended, plus those that expired on their lease during the run; abandoned = Books that "
             + "ended DEADLINE_EXCEEDED or CANCELLED.", loopCount,
             runFor.toSeconds(), binding, Math.max(1, channels), WORKERS, lease == null ? "300 s" : lease.toSeconds() + " s",
-            shortDeadlinePercent, cancelPercent));
+            lateCancelWindow == null ? "2s (default)" : lateCancelWindow, shortDeadlinePercent, cancelPercent));
         report.table(new Report.Table("binding", "Books sent", "booked (all released)", "abandoned: deadline",
             "abandoned: cancelled", "other errors", "leaked", "leaked / abandoned", "max in flight per rank",
             "target ≤ 1 %")
@@ -173,6 +179,9 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
 
   private String routerConfig(Duration lease) {
     String config = "kvrouter.grpc.binding = \"" + binding + "\"\n";
+    if (lateCancelWindow != null) {
+      config += "kvrouter.grpc.late-cancel-window = " + lateCancelWindow + "\n";
+    }
     return lease == null ? config : config + "kvrouter.admission.lease = " + lease.toMillis() + "ms\n";
   }
 
