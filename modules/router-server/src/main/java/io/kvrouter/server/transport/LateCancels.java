@@ -6,6 +6,7 @@ import io.grpc.ServerStreamTracer;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcHttp2ConnectionHandler;
 import io.grpc.netty.shaded.io.grpc.netty.InternalProtocolNegotiator;
 import io.grpc.netty.shaded.io.netty.buffer.ByteBuf;
+import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
@@ -16,6 +17,7 @@ import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Headers;
 import io.grpc.netty.shaded.io.netty.util.AsciiString;
 import io.grpc.netty.shaded.io.netty.util.concurrent.EventExecutor;
 import io.kvrouter.api.v1.RouterGrpc;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -25,25 +27,30 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Frees the booking of a Book whose client cancelled after the router had written the answer, but before the client
- * had received it. grpc-java's server considers a call complete once its trailers (END_STREAM) are written; the
- * client's RST_STREAM(CANCEL) then arrives for a stream Netty has closed and is dropped before any listener sees it,
- * so neither grpc-java nor a frame listener learns of it. Here each connection remembers, for a short window and up to
- * a bounded count, the Book streams whose answer was written, and reads the connection's inbound HTTP/2 frame
- * headers itself: an RST_STREAM(CANCEL) for such a stream abandons the call's answer (CancelBook with its nonce).
+ * had read it. grpc-java's server considers a call complete once its trailers (END_STREAM) are written; the client's
+ * RST_STREAM(CANCEL) then arrives for a stream Netty has closed and is dropped before any listener sees it, so
+ * neither grpc-java nor a frame listener learns of it. Here each connection reads its inbound HTTP/2 frame headers
+ * itself and remembers the Book streams whose answer was written: an RST_STREAM(CANCEL) for such a stream abandons
+ * the call's answer (CancelBook with its nonce).
  *
- * <p>Why a late RST_STREAM means the client never saw the answer: a client sends RST_STREAM only on a stream it
- * still holds open, i.e. before it processed the END_STREAM, so its frames crossed ours; grpc-java's client then
- * reports CANCELLED to its caller and drops the answer. A grpc-java client whose call had completed sends nothing on
- * cancel with retries enabled (its default; {@code LateCancelTest} checks it). With retries disabled
- * ({@code disableRetry()}) a grpc-java client does send RST_STREAM(CANCEL) for a call cancelled after it completed,
- * and such a Book would be freed although its caller read it: the contract says so (router.proto, Book).
+ * <p>A reset after the answer does not by itself mean the client never saw it: grpc-java's client resets the stream
+ * of a call cancelled while its answer is being delivered (the cancel from another thread racing with the delivery,
+ * seen in router-bench's leak bench), and with retries disabled also of a call cancelled after it completed. So a
+ * stream stays abandonable only until the client confirms it has read past the answer: a PING written after the
+ * answer's trailers, which the client acknowledges once it has processed every frame before it. A reset that
+ * arrives before that acknowledgement was sent before the client had processed the PING; one after it frees
+ * nothing. Left open: trailers and PING read by the client in two reads with the cancel in between (written in one
+ * flush on loopback, not seen in the bench), and trailers held back behind flow-controlled DATA, which the PING
+ * overtakes (the stream is then confirmed early and its reset frees nothing: a leak, not a wrong free). Streams
+ * are also forgotten after a window and beyond a count.
  *
  * <p>The pieces, all on the connection's event loop: {@link #around} wraps the server's protocol negotiator so that
- * each connection gets a {@code RstStreamReader} in front of grpc-java's handler (it must see the HTTP/2 bytes:
- * with TLS it goes right after the SslHandler) and a decorator on that handler's frame listener, which marks the
- * stream whose HEADERS grpc-java is processing; grpc-java creates a call's {@link ServerStreamTracer} synchronously
- * while it processes those HEADERS, so the {@link #tracers} factory ties a Book call to its stream id and puts it
- * in the call's gRPC {@link Context}, where {@link #current} finds it.
+ * each connection gets a {@code FrameReader} in front of grpc-java's handler (it must see the HTTP/2 bytes:
+ * with TLS it goes right after the SslHandler; in front of it, it sees no preface and stays idle) and a decorator on
+ * that handler's frame listener, which marks the stream whose HEADERS grpc-java is processing and takes the PING
+ * acknowledgements; grpc-java creates a call's {@link ServerStreamTracer} synchronously while it processes those
+ * HEADERS, so the {@link #tracers} factory ties a Book call to its stream id and puts it in the call's gRPC
+ * {@link Context}, where {@link #current} finds it.
  */
 final class LateCancels {
   private static final Logger log = LoggerFactory.getLogger(LateCancels.class);
@@ -54,6 +61,9 @@ final class LateCancels {
   /** The connection whose HEADERS frame grpc-java is processing on this event-loop thread, while it does. */
   private static final ThreadLocal<Connection> OPENING = new ThreadLocal<>();
   private static final ServerStreamTracer UNTRACKED = new ServerStreamTracer() {};
+  /** Our confirmation PINGs carry "kvL8" in their top 32 bits (grpc-java's own pings are small numbers). */
+  private static final long PING_TAG_MASK = 0xFFFF_FFFF_0000_0000L;
+  private static final long PING_TAG = 0x6B76_4C38_0000_0000L;
 
   private final long windowNanos;
   private final int maxRemembered;
@@ -68,6 +78,11 @@ final class LateCancels {
     }
     this.windowNanos = window.toNanos();
     this.maxRemembered = maxRemembered;
+  }
+
+  /** Whether a PING payload is one of ours (else grpc-java's: keepalive, flow control, shutdown). */
+  static boolean isConfirmation(long pingPayload) {
+    return (pingPayload & PING_TAG_MASK) == PING_TAG;
   }
 
   /** The Book call running in the current gRPC context, or null (another method, or not served through these). */
@@ -85,7 +100,7 @@ final class LateCancels {
 
       @Override
       public ChannelHandler newHandler(GrpcHttp2ConnectionHandler grpcHandler) {
-        Connection connection = new Connection();
+        Connection connection = new Connection(grpcHandler);
         // grpc-java's handler sets its frame listener when it is built, before it reads a frame
         grpcHandler.decoder().frameListener(new StreamOpening(grpcHandler.decoder().frameListener(), connection));
         return new Installer(connection, negotiator.newHandler(grpcHandler));
@@ -139,14 +154,24 @@ final class LateCancels {
     }
   }
 
-  /** Told of every RST_STREAM frame a connection receives. */
-  interface ResetListener {
+  /** Told of the frames of a connection that matter here, in the order they arrive. */
+  interface InboundFrames {
     void reset(int streamId, long errorCode);
+
+    void pingAck(long payload);
   }
 
-  /** One client connection's answered Book streams; touched only on its event loop. */
-  private final class Connection implements ResetListener {
+  /**
+   * One client connection's answered Book streams, until the client confirms it has read past their ends; touched
+   * only on its event loop. The confirmation is a PING written after the answers' trailers: the client acknowledges
+   * it once it has processed every frame before it, so an RST_STREAM arriving before that acknowledgement was sent
+   * before the client had read the answer, and one arriving after it comes from a client that had (a cancel racing
+   * with the answer's delivery on the client, which grpc-java then still resets): that one frees nothing.
+   */
+  private final class Connection implements InboundFrames {
+    private final GrpcHttp2ConnectionHandler grpcHandler;
     private volatile EventExecutor loop;
+    private Channel channel;
     private int openingStreamId;
     private final LinkedHashMap<Integer, Answered> answered = new LinkedHashMap<>() {
       @Override
@@ -154,11 +179,59 @@ final class LateCancels {
         return size() > maxRemembered;
       }
     };
+    /** The last confirmation PING numbered; whether one is queued to be written, and whether another must follow. */
+    private long lastPing;
+    private boolean pingQueued;
+    private boolean anotherPing;
+
+    Connection(GrpcHttp2ConnectionHandler grpcHandler) {
+      this.grpcHandler = grpcHandler;
+    }
 
     void remember(int streamId, Runnable abandon) {
       long now = System.nanoTime();
       forgetExpired(now);
-      answered.put(streamId, new Answered(abandon, now + windowNanos));
+      long confirmedBy;
+      if (!pingQueued) {
+        // grpc-java writes the trailers from a flush task it has already queued: a task queued now runs after it
+        pingQueued = true;
+        confirmedBy = ++lastPing;
+        loop.execute(this::writePing);
+      } else {
+        // the queued PING may be written before these trailers: the next one confirms them
+        anotherPing = true;
+        confirmedBy = lastPing + 1;
+      }
+      answered.put(streamId, new Answered(abandon, now + windowNanos, confirmedBy));
+    }
+
+    private void writePing() {
+      pingQueued = false;
+      ChannelHandlerContext ctx = channel.pipeline().context(grpcHandler);
+      if (ctx == null) {
+        return; // the connection is closing
+      }
+      grpcHandler.encoder().writePing(ctx, false, PING_TAG | lastPing, ctx.newPromise());
+      ctx.flush();
+      if (anotherPing) {
+        anotherPing = false;
+        pingQueued = true;
+        ++lastPing;
+        loop.execute(this::writePing);
+      }
+    }
+
+    /** The client has read every frame up to this PING: the answers it confirms can no longer be abandoned. */
+    @Override
+    public void pingAck(long payload) {
+      if (!isConfirmation(payload)) {
+        return;
+      }
+      long ping = payload & ~PING_TAG_MASK;
+      Iterator<Answered> oldestFirst = answered.values().iterator();
+      while (oldestFirst.hasNext() && oldestFirst.next().confirmedBy() <= ping) {
+        oldestFirst.remove();
+      }
     }
 
     @Override
@@ -183,7 +256,7 @@ final class LateCancels {
     }
   }
 
-  private record Answered(Runnable abandon, long forgetAt) {}
+  private record Answered(Runnable abandon, long forgetAt, long confirmedBy) {}
 
   /** Puts the reader in front of the negotiator's handler, then steps aside for that handler. */
   private static final class Installer extends ChannelHandlerAdapter {
@@ -198,12 +271,16 @@ final class LateCancels {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
       connection.loop = ctx.executor();
-      ctx.pipeline().addBefore(ctx.name(), null, new RstStreamReader(connection));
+      connection.channel = ctx.channel();
+      ctx.pipeline().addBefore(ctx.name(), null, new FrameReader(connection));
       ctx.pipeline().replace(this, null, negotiation);
     }
   }
 
-  /** Marks the stream whose HEADERS grpc-java processes, for the stream tracer it creates meanwhile. */
+  /**
+   * Marks the stream whose HEADERS grpc-java processes, for the stream tracer it creates meanwhile, and keeps the
+   * acknowledgements of our PINGs from grpc-java (which would log them as unexpected).
+   */
   private static final class StreamOpening extends Http2FrameListenerDecorator {
     private final Connection connection;
 
@@ -235,6 +312,13 @@ final class LateCancels {
       }
     }
 
+    @Override
+    public void onPingAckRead(ChannelHandlerContext ctx, long data) throws Http2Exception {
+      if (!isConfirmation(data)) { // ours were taken in order by the FrameReader
+        super.onPingAckRead(ctx, data); // grpc-java's keepalive and shutdown pings
+      }
+    }
+
     private void opening(int streamId) {
       connection.openingStreamId = streamId;
       OPENING.set(connection);
@@ -243,32 +327,40 @@ final class LateCancels {
 
   /**
    * Reads the frame headers of a connection's inbound HTTP/2 bytes (after the client's 24-byte preface) and reports
-   * each RST_STREAM to its listener; the bytes go on to grpc-java unchanged. Frames may be split anywhere across
-   * reads. Bytes that are not HTTP/2 make grpc-java close the connection; here they can at most abandon a Book of
-   * that same connection.
+   * each RST_STREAM and PING acknowledgement to its listener, in the order they arrive (grpc-java decodes a read only
+   * after this has seen all of it, so the acknowledgements cannot be taken from its decoder); the bytes go on to
+   * grpc-java unchanged. Frames may be split anywhere across
+   * reads. A connection that does not start with the preface (not HTTP/2, or still encrypted: a reader placed before
+   * the SslHandler) is only passed on, never read. Other bytes that are not HTTP/2 make grpc-java close the
+   * connection; here they can at most abandon a Book of that same connection.
    */
-  static final class RstStreamReader extends ChannelInboundHandlerAdapter {
-    private static final int PREFACE_LENGTH = 24;
+  static final class FrameReader extends ChannelInboundHandlerAdapter {
+    private static final byte[] PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
     private static final int HEADER_LENGTH = 9;
     private static final int RST_STREAM = 0x3;
+    private static final int PING = 0x6;
+    private static final int ACK = 0x1;
 
-    private final ResetListener listener;
-    /** Bytes still to pass over: the preface, then the rest of each frame's payload. */
-    private int skip = PREFACE_LENGTH;
+    private final InboundFrames listener;
+    private int prefaceRead;
+    private boolean notHttp2;
+    /** Bytes still to pass over: the rest of each frame's payload. */
+    private int skip;
     private final byte[] header = new byte[HEADER_LENGTH];
     private int headerRead;
-    /** While an RST_STREAM's 4-byte error code is being read: its stream, and the bytes read so far. */
-    private int rstStreamId = -1;
-    private long rstErrorCode;
-    private int rstCodeRead;
+    /** While an RST_STREAM's error code or a PING acknowledgement's payload is read: the frame, what is left. */
+    private int capturing = -1;
+    private int capturedStreamId;
+    private long captured;
+    private int captureLeft;
 
-    RstStreamReader(ResetListener listener) {
+    FrameReader(InboundFrames listener) {
       this.listener = listener;
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-      if (msg instanceof ByteBuf bytes) {
+      if (msg instanceof ByteBuf bytes && !notHttp2) {
         scan(bytes);
       }
       ctx.fireChannelRead(msg);
@@ -278,16 +370,19 @@ final class LateCancels {
       int at = bytes.readerIndex();
       int end = bytes.writerIndex();
       while (at < end) {
-        if (skip > 0) {
+        if (prefaceRead < PREFACE.length) {
+          if (bytes.getByte(at++) != PREFACE[prefaceRead++]) {
+            notHttp2 = true;
+            return;
+          }
+        } else if (skip > 0) {
           int n = Math.min(skip, end - at);
           at += n;
           skip -= n;
-        } else if (rstStreamId >= 0) {
-          rstErrorCode = (rstErrorCode << 8) | (bytes.getByte(at++) & 0xff);
-          if (++rstCodeRead == 4) {
-            int streamId = rstStreamId;
-            rstStreamId = -1;
-            listener.reset(streamId, rstErrorCode);
+        } else if (captureLeft > 0) {
+          captured = (captured << 8) | (bytes.getByte(at++) & 0xff);
+          if (--captureLeft == 0) {
+            captureEnded();
           }
         } else {
           header[headerRead++] = bytes.getByte(at++);
@@ -302,15 +397,26 @@ final class LateCancels {
     private void frameHeader() {
       int length = (header[0] & 0xff) << 16 | (header[1] & 0xff) << 8 | (header[2] & 0xff);
       int type = header[3] & 0xff;
+      int flags = header[4] & 0xff;
       int streamId = (header[5] & 0x7f) << 24 | (header[6] & 0xff) << 16 | (header[7] & 0xff) << 8
           | (header[8] & 0xff);
-      if (type == RST_STREAM && length == 4) {
-        rstStreamId = streamId;
-        rstErrorCode = 0;
-        rstCodeRead = 0;
+      if ((type == RST_STREAM && length == 4) || (type == PING && (flags & ACK) != 0 && length == 8)) {
+        capturing = type;
+        capturedStreamId = streamId;
+        captured = 0;
+        captureLeft = length;
       } else {
         skip = length;
       }
+    }
+
+    private void captureEnded() {
+      if (capturing == RST_STREAM) {
+        listener.reset(capturedStreamId, captured);
+      } else {
+        listener.pingAck(captured);
+      }
+      capturing = -1;
     }
   }
 }

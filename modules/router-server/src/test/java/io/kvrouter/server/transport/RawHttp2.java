@@ -19,7 +19,8 @@ import java.nio.charset.StandardCharsets;
 /**
  * A client connection that writes HTTP/2 frames by hand, for frame sequences no gRPC client library lets a test
  * time: a unary gRPC call, its answer read up to the trailers, then an RST_STREAM on the stream the server has
- * closed. Header blocks are HPACK-coded with Netty's coder; every other frame is laid out here.
+ * closed, before or after acknowledging the server's PING. Header blocks are HPACK-coded with Netty's coder; every
+ * other frame is laid out here. Frames this client does not wait for are read and dropped.
  */
 final class RawHttp2 implements AutoCloseable {
   static final long CANCEL = 0x8;
@@ -28,6 +29,7 @@ final class RawHttp2 implements AutoCloseable {
   private static final int HEADERS = 0x1;
   private static final int RST_STREAM = 0x3;
   private static final int SETTINGS = 0x4;
+  private static final int PING = 0x6;
   private static final int CONTINUATION = 0x9;
   private static final int END_STREAM = 0x1;
   private static final int END_HEADERS = 0x4;
@@ -100,6 +102,25 @@ final class RawHttp2 implements AutoCloseable {
         }
       }
     }
+  }
+
+  /** Reads frames until the server sends a PING (not an acknowledgement); its payload. */
+  long awaitPing() throws IOException {
+    while (true) {
+      int length = in.readUnsignedByte() << 16 | in.readUnsignedShort();
+      int type = in.readUnsignedByte();
+      int flags = in.readUnsignedByte();
+      in.readInt();
+      byte[] payload = in.readNBytes(length);
+      if (type == PING && (flags & ACK) == 0) {
+        return ByteBuffer.wrap(payload).getLong();
+      }
+    }
+  }
+
+  /** Acknowledges a PING, as a client does once it has processed every frame before it. */
+  void pingAck(long payload) throws IOException {
+    frame(PING, ACK, 0, ByteBuffer.allocate(8).putLong(payload).array());
   }
 
   /** Sends RST_STREAM with this error code. */
