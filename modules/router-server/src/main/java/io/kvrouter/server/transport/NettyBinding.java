@@ -36,11 +36,12 @@ import org.apache.pekko.actor.typed.DispatcherSelector;
  * (grpc-java's own rejection carries no trailers of ours).
  *
  * <p>Late cancels: unless {@code kvrouter.grpc.late-cancel-window} is 0, the plaintext negotiator is wrapped by
- * {@link LateCancels}, so that a client's cancel arriving after a Book's answer was written still frees the booking.
+ * {@link LateCancels}, so that a client's cancel arriving after a Book's answer was written, but sent before the client
+ * had read past it, still frees the booking.
  */
 final class NettyBinding {
   private static final Duration DRAIN = Duration.ofSeconds(3);
-  /** Answered Book streams a connection remembers for late cancels, at most (about 2 s of Books at 8,000/s). */
+  /** Answered Book streams a connection remembers for late cancels, at most (each until the client's PING ack). */
   private static final int LATE_CANCEL_STREAMS = 16_384;
 
   private NettyBinding() {}
