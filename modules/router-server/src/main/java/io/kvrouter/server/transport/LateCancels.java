@@ -6,11 +6,11 @@ import io.grpc.ServerStreamTracer;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcHttp2ConnectionHandler;
 import io.grpc.netty.shaded.io.grpc.netty.InternalProtocolNegotiator;
 import io.grpc.netty.shaded.io.netty.buffer.ByteBuf;
-import io.grpc.netty.shaded.io.netty.channel.Channel;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerAdapter;
+import io.grpc.netty.shaded.io.netty.channel.ChannelDuplexHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
-import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
+import io.grpc.netty.shaded.io.netty.channel.ChannelPromise;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Exception;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2FrameListenerDecorator;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Headers;
@@ -36,21 +36,20 @@ import org.slf4j.LoggerFactory;
  * <p>A reset after the answer does not by itself mean the client never saw it: grpc-java's client resets the stream
  * of a call cancelled while its answer is being delivered (the cancel from another thread racing with the delivery,
  * seen in router-bench's leak bench), and with retries disabled also of a call cancelled after it completed. So a
- * stream stays abandonable only until the client confirms it has read past the answer: a PING written after the
- * answer's trailers, which the client acknowledges once it has processed every frame before it. A reset that
- * arrives before that acknowledgement was sent before the client had processed the PING; one after it frees
- * nothing. Left open: trailers and PING read by the client in two reads with the cancel in between (written in one
- * flush on loopback, not seen in the bench), and trailers held back behind flow-controlled DATA, which the PING
- * overtakes (the stream is then confirmed early and its reset frees nothing: a leak, not a wrong free). Streams
- * are also forgotten after a window and beyond a count.
+ * stream stays abandonable only until the client confirms it has read past the answer: a PING written in the same
+ * flush as the answer's trailers, right after them, which the client acknowledges once it has processed every frame
+ * before it. A reset that arrives before that acknowledgement was sent before the client had processed the PING;
+ * one after it frees nothing. Left open: a client that reads the trailers and the PING in two reads with its cancel
+ * in between (one write on the wire; not seen in the bench). Streams are also forgotten after a window and beyond a
+ * count.
  *
  * <p>The pieces, all on the connection's event loop: {@link #around} wraps the server's protocol negotiator so that
- * each connection gets a {@code FrameReader} in front of grpc-java's handler (it must see the HTTP/2 bytes:
- * with TLS it goes right after the SslHandler; in front of it, it sees no preface and stays idle) and a decorator on
- * that handler's frame listener, which marks the stream whose HEADERS grpc-java is processing and takes the PING
- * acknowledgements; grpc-java creates a call's {@link ServerStreamTracer} synchronously while it processes those
- * HEADERS, so the {@link #tracers} factory ties a Book call to its stream id and puts it in the call's gRPC
- * {@link Context}, where {@link #current} finds it.
+ * each connection gets a {@code FrameTap} in front of grpc-java's handler (it must see the HTTP/2 bytes: with TLS it
+ * goes right after the SslHandler; before it, it sees no preface and stays idle), which reads frame headers both
+ * ways and writes the PINGs, and a decorator on that handler's frame listener, which marks the stream whose HEADERS
+ * grpc-java is processing and keeps our PING acknowledgements from it; grpc-java creates a call's
+ * {@link ServerStreamTracer} synchronously while it processes those HEADERS, so the {@link #tracers} factory ties a
+ * Book call to its stream id and puts it in the call's gRPC {@link Context}, where {@link #current} finds it.
  */
 final class LateCancels {
   private static final Logger log = LoggerFactory.getLogger(LateCancels.class);
@@ -69,7 +68,8 @@ final class LateCancels {
   private final int maxRemembered;
 
   /**
-   * @param window how long after its answer was written a Book's stream is remembered
+   * @param window how long after its answer was written a Book's stream is remembered at most (it is forgotten
+   *     sooner, once the client acknowledges the PING that follows the answer)
    * @param maxRemembered at most this many streams per connection (the oldest is forgotten first)
    */
   LateCancels(Duration window, int maxRemembered) {
@@ -100,7 +100,7 @@ final class LateCancels {
 
       @Override
       public ChannelHandler newHandler(GrpcHttp2ConnectionHandler grpcHandler) {
-        Connection connection = new Connection(grpcHandler);
+        Connection connection = new Connection();
         // grpc-java's handler sets its frame listener when it is built, before it reads a frame
         grpcHandler.decoder().frameListener(new StreamOpening(grpcHandler.decoder().frameListener(), connection));
         return new Installer(connection, negotiator.newHandler(grpcHandler));
@@ -154,24 +154,34 @@ final class LateCancels {
     }
   }
 
-  /** Told of the frames of a connection that matter here, in the order they arrive. */
-  interface InboundFrames {
+  /** Told of the frames of a connection that matter here, in the order they pass. */
+  interface Frames {
+    /** No PING to write before this flush. */
+    long NO_PING = -1;
+
+    /** The client reset a stream. */
     void reset(int streamId, long errorCode);
 
+    /** The client acknowledged a PING. */
     void pingAck(long payload);
+
+    /** A frame ending this stream is written. */
+    void streamEnded(int streamId);
+
+    /** A flush is about to go out: the payload of a PING to write at its end, or {@link #NO_PING}. */
+    long pingBeforeFlush();
   }
 
   /**
    * One client connection's answered Book streams, until the client confirms it has read past their ends; touched
-   * only on its event loop. The confirmation is a PING written after the answers' trailers: the client acknowledges
-   * it once it has processed every frame before it, so an RST_STREAM arriving before that acknowledgement was sent
-   * before the client had read the answer, and one arriving after it comes from a client that had (a cancel racing
-   * with the answer's delivery on the client, which grpc-java then still resets): that one frees nothing.
+   * only on its event loop. The confirmation is a PING written in the same flush as the answers' trailers, right
+   * after them: the client acknowledges it once it has processed every frame before it, so an RST_STREAM arriving
+   * before that acknowledgement was sent before the client had read the answer, and one arriving after it comes
+   * from a client that had (a cancel racing with the answer's delivery on the client, which grpc-java then still
+   * resets): that one frees nothing.
    */
-  private final class Connection implements InboundFrames {
-    private final GrpcHttp2ConnectionHandler grpcHandler;
+  private final class Connection implements Frames {
     private volatile EventExecutor loop;
-    private Channel channel;
     private int openingStreamId;
     private final LinkedHashMap<Integer, Answered> answered = new LinkedHashMap<>() {
       @Override
@@ -179,46 +189,32 @@ final class LateCancels {
         return size() > maxRemembered;
       }
     };
-    /** The last confirmation PING numbered; whether one is queued to be written, and whether another must follow. */
+    /** The last confirmation PING numbered; whether answers ended on the wire since, so the next flush needs one. */
     private long lastPing;
-    private boolean pingQueued;
-    private boolean anotherPing;
-
-    Connection(GrpcHttp2ConnectionHandler grpcHandler) {
-      this.grpcHandler = grpcHandler;
-    }
+    private boolean pingDue;
 
     void remember(int streamId, Runnable abandon) {
       long now = System.nanoTime();
       forgetExpired(now);
-      long confirmedBy;
-      if (!pingQueued) {
-        // grpc-java writes the trailers from a flush task it has already queued: a task queued now runs after it
-        pingQueued = true;
-        confirmedBy = ++lastPing;
-        loop.execute(this::writePing);
-      } else {
-        // the queued PING may be written before these trailers: the next one confirms them
-        anotherPing = true;
-        confirmedBy = lastPing + 1;
-      }
-      answered.put(streamId, new Answered(abandon, now + windowNanos, confirmedBy));
+      answered.put(streamId, new Answered(abandon, now + windowNanos));
     }
 
-    private void writePing() {
-      pingQueued = false;
-      ChannelHandlerContext ctx = channel.pipeline().context(grpcHandler);
-      if (ctx == null) {
-        return; // the connection is closing
+    @Override
+    public void streamEnded(int streamId) {
+      Answered call = answered.get(streamId);
+      if (call != null && call.confirmedBy == Answered.NOT_WRITTEN) {
+        call.confirmedBy = lastPing + 1;
+        pingDue = true;
       }
-      grpcHandler.encoder().writePing(ctx, false, PING_TAG | lastPing, ctx.newPromise());
-      ctx.flush();
-      if (anotherPing) {
-        anotherPing = false;
-        pingQueued = true;
-        ++lastPing;
-        loop.execute(this::writePing);
+    }
+
+    @Override
+    public long pingBeforeFlush() {
+      if (!pingDue) {
+        return NO_PING;
       }
+      pingDue = false;
+      return PING_TAG | ++lastPing;
     }
 
     /** The client has read every frame up to this PING: the answers it confirms can no longer be abandoned. */
@@ -228,8 +224,9 @@ final class LateCancels {
         return;
       }
       long ping = payload & ~PING_TAG_MASK;
+      // answers end on the wire in the order they were remembered: the confirmed ones come first
       Iterator<Answered> oldestFirst = answered.values().iterator();
-      while (oldestFirst.hasNext() && oldestFirst.next().confirmedBy() <= ping) {
+      while (oldestFirst.hasNext() && oldestFirst.next().confirmedBy <= ping) {
         oldestFirst.remove();
       }
     }
@@ -242,7 +239,7 @@ final class LateCancels {
         return;
       }
       try {
-        call.abandon().run();
+        call.abandon.run();
       } catch (RuntimeException e) {
         log.warn("could not abandon a Book cancelled after its answer was written", e);
       }
@@ -250,15 +247,26 @@ final class LateCancels {
 
     private void forgetExpired(long now) {
       Iterator<Answered> oldestFirst = answered.values().iterator();
-      while (oldestFirst.hasNext() && oldestFirst.next().forgetAt() - now <= 0) {
+      while (oldestFirst.hasNext() && oldestFirst.next().forgetAt - now <= 0) {
         oldestFirst.remove();
       }
     }
   }
 
-  private record Answered(Runnable abandon, long forgetAt, long confirmedBy) {}
+  /** An answered Book: what abandons it, when it is forgotten, the PING that confirms it once its end is written. */
+  private static final class Answered {
+    static final long NOT_WRITTEN = Long.MAX_VALUE;
+    final Runnable abandon;
+    final long forgetAt;
+    long confirmedBy = NOT_WRITTEN;
 
-  /** Puts the reader in front of the negotiator's handler, then steps aside for that handler. */
+    Answered(Runnable abandon, long forgetAt) {
+      this.abandon = abandon;
+      this.forgetAt = forgetAt;
+    }
+  }
+
+  /** Puts the tap in front of the negotiator's handler, then steps aside for that handler. */
   private static final class Installer extends ChannelHandlerAdapter {
     private final Connection connection;
     private final ChannelHandler negotiation;
@@ -271,8 +279,7 @@ final class LateCancels {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
       connection.loop = ctx.executor();
-      connection.channel = ctx.channel();
-      ctx.pipeline().addBefore(ctx.name(), null, new FrameReader(connection));
+      ctx.pipeline().addBefore(ctx.name(), null, new FrameTap(connection));
       ctx.pipeline().replace(this, null, negotiation);
     }
   }
@@ -314,7 +321,7 @@ final class LateCancels {
 
     @Override
     public void onPingAckRead(ChannelHandlerContext ctx, long data) throws Http2Exception {
-      if (!isConfirmation(data)) { // ours were taken in order by the FrameReader
+      if (!isConfirmation(data)) { // ours were taken in order by the FrameTap
         super.onPingAckRead(ctx, data); // grpc-java's keepalive and shutdown pings
       }
     }
@@ -326,97 +333,136 @@ final class LateCancels {
   }
 
   /**
-   * Reads the frame headers of a connection's inbound HTTP/2 bytes (after the client's 24-byte preface) and reports
-   * each RST_STREAM and PING acknowledgement to its listener, in the order they arrive (grpc-java decodes a read only
-   * after this has seen all of it, so the acknowledgements cannot be taken from its decoder); the bytes go on to
-   * grpc-java unchanged. Frames may be split anywhere across
-   * reads. A connection that does not start with the preface (not HTTP/2, or still encrypted: a reader placed before
-   * the SslHandler) is only passed on, never read. Other bytes that are not HTTP/2 make grpc-java close the
-   * connection; here they can at most abandon a Book of that same connection.
+   * Reads the frame headers of a connection's HTTP/2 bytes both ways and tells its {@link Frames} of client resets
+   * and PING acknowledgements (in the order they arrive: grpc-java decodes a read only after this has seen all of
+   * it, so they cannot be taken from its decoder), and of the frames that end a stream on their way out; at each
+   * flush it writes the PING it is asked for after everything written before. Bytes pass on unchanged. Frames may be
+   * split anywhere across buffers. A connection that does not start with the client's preface (not HTTP/2, or still
+   * encrypted: a tap placed before the SslHandler) is only passed on, and nothing is ever written into it. Other
+   * bytes that are not HTTP/2 make grpc-java close the connection; here they can at most abandon a Book of that same
+   * connection.
    */
-  static final class FrameReader extends ChannelInboundHandlerAdapter {
+  static final class FrameTap extends ChannelDuplexHandler {
     private static final byte[] PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
-    private static final int HEADER_LENGTH = 9;
+    private static final int DATA = 0x0;
+    private static final int HEADERS = 0x1;
     private static final int RST_STREAM = 0x3;
     private static final int PING = 0x6;
-    private static final int ACK = 0x1;
+    private static final int END_STREAM_OR_ACK = 0x1;
 
-    private final InboundFrames listener;
+    private final Frames frames;
     private int prefaceRead;
     private boolean notHttp2;
-    /** Bytes still to pass over: the rest of each frame's payload. */
-    private int skip;
-    private final byte[] header = new byte[HEADER_LENGTH];
-    private int headerRead;
-    /** While an RST_STREAM's error code or a PING acknowledgement's payload is read: the frame, what is left. */
-    private int capturing = -1;
-    private int capturedStreamId;
-    private long captured;
-    private int captureLeft;
+    private final FrameHeaders inbound = new FrameHeaders(true);
+    private final FrameHeaders outbound = new FrameHeaders(false);
 
-    FrameReader(InboundFrames listener) {
-      this.listener = listener;
+    FrameTap(Frames frames) {
+      this.frames = frames;
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
       if (msg instanceof ByteBuf bytes && !notHttp2) {
-        scan(bytes);
+        int at = bytes.readerIndex();
+        int end = bytes.writerIndex();
+        while (at < end && prefaceRead < PREFACE.length) {
+          if (bytes.getByte(at++) != PREFACE[prefaceRead++]) {
+            notHttp2 = true;
+          }
+        }
+        if (!notHttp2) {
+          inbound.scan(bytes, at, end);
+        }
       }
       ctx.fireChannelRead(msg);
     }
 
-    private void scan(ByteBuf bytes) {
-      int at = bytes.readerIndex();
-      int end = bytes.writerIndex();
-      while (at < end) {
-        if (prefaceRead < PREFACE.length) {
-          if (bytes.getByte(at++) != PREFACE[prefaceRead++]) {
-            notHttp2 = true;
-            return;
-          }
-        } else if (skip > 0) {
-          int n = Math.min(skip, end - at);
-          at += n;
-          skip -= n;
-        } else if (captureLeft > 0) {
-          captured = (captured << 8) | (bytes.getByte(at++) & 0xff);
-          if (--captureLeft == 0) {
-            captureEnded();
-          }
-        } else {
-          header[headerRead++] = bytes.getByte(at++);
-          if (headerRead == HEADER_LENGTH) {
-            headerRead = 0;
-            frameHeader();
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+      if (msg instanceof ByteBuf bytes && !notHttp2) {
+        outbound.scan(bytes, bytes.readerIndex(), bytes.writerIndex());
+      }
+      ctx.write(msg, promise);
+    }
+
+    @Override
+    public void flush(ChannelHandlerContext ctx) {
+      if (prefaceRead == PREFACE.length && !notHttp2) {
+        long ping = frames.pingBeforeFlush();
+        if (ping != Frames.NO_PING) {
+          ByteBuf frame = ctx.alloc().buffer(17).writeMedium(8).writeByte(PING).writeByte(0).writeInt(0)
+              .writeLong(ping);
+          ctx.write(frame, ctx.voidPromise());
+        }
+      }
+      ctx.flush();
+    }
+
+    /** One direction's frame headers, read as the bytes pass. */
+    private final class FrameHeaders {
+      private final boolean fromClient;
+      /** Bytes still to pass over: the rest of a frame's payload. */
+      private int skip;
+      private final byte[] header = new byte[9];
+      private int headerRead;
+      /** While an RST_STREAM's error code or a PING acknowledgement's payload is read: the frame, what is left. */
+      private int capturing;
+      private int capturedStreamId;
+      private long captured;
+      private int captureLeft;
+
+      FrameHeaders(boolean fromClient) {
+        this.fromClient = fromClient;
+      }
+
+      void scan(ByteBuf bytes, int at, int end) {
+        while (at < end) {
+          if (skip > 0) {
+            int n = Math.min(skip, end - at);
+            at += n;
+            skip -= n;
+          } else if (captureLeft > 0) {
+            captured = (captured << 8) | (bytes.getByte(at++) & 0xff);
+            if (--captureLeft == 0) {
+              captureEnded();
+            }
+          } else {
+            header[headerRead++] = bytes.getByte(at++);
+            if (headerRead == header.length) {
+              headerRead = 0;
+              frameHeader();
+            }
           }
         }
       }
-    }
 
-    private void frameHeader() {
-      int length = (header[0] & 0xff) << 16 | (header[1] & 0xff) << 8 | (header[2] & 0xff);
-      int type = header[3] & 0xff;
-      int flags = header[4] & 0xff;
-      int streamId = (header[5] & 0x7f) << 24 | (header[6] & 0xff) << 16 | (header[7] & 0xff) << 8
-          | (header[8] & 0xff);
-      if ((type == RST_STREAM && length == 4) || (type == PING && (flags & ACK) != 0 && length == 8)) {
-        capturing = type;
-        capturedStreamId = streamId;
-        captured = 0;
-        captureLeft = length;
-      } else {
+      private void frameHeader() {
+        int length = (header[0] & 0xff) << 16 | (header[1] & 0xff) << 8 | (header[2] & 0xff);
+        int type = header[3] & 0xff;
+        boolean endStreamOrAck = (header[4] & END_STREAM_OR_ACK) != 0;
+        int streamId = (header[5] & 0x7f) << 24 | (header[6] & 0xff) << 16 | (header[7] & 0xff) << 8
+            | (header[8] & 0xff);
         skip = length;
+        if (!fromClient) {
+          if ((type == HEADERS || type == DATA) && endStreamOrAck) {
+            frames.streamEnded(streamId);
+          }
+        } else if ((type == RST_STREAM && length == 4) || (type == PING && endStreamOrAck && length == 8)) {
+          skip = 0;
+          capturing = type;
+          capturedStreamId = streamId;
+          captured = 0;
+          captureLeft = length;
+        }
       }
-    }
 
-    private void captureEnded() {
-      if (capturing == RST_STREAM) {
-        listener.reset(capturedStreamId, captured);
-      } else {
-        listener.pingAck(captured);
+      private void captureEnded() {
+        if (capturing == RST_STREAM) {
+          frames.reset(capturedStreamId, captured);
+        } else {
+          frames.pingAck(captured);
+        }
       }
-      capturing = -1;
     }
   }
 }
