@@ -224,11 +224,8 @@ final class LateCancels {
         return;
       }
       long ping = payload & ~PING_TAG_MASK;
-      // answers end on the wire in the order they were remembered: the confirmed ones come first
-      Iterator<Answered> oldestFirst = answered.values().iterator();
-      while (oldestFirst.hasNext() && oldestFirst.next().confirmedBy <= ping) {
-        oldestFirst.remove();
-      }
+      // mostly the oldest, but trailers held back by flow control may end a stream after younger ones
+      answered.values().removeIf(call -> call.confirmedBy <= ping);
     }
 
     @Override
