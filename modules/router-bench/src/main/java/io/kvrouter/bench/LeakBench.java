@@ -14,6 +14,7 @@ import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RankState;
+import io.kvrouter.api.v1.Released;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.RouterGrpc;
 import io.kvrouter.api.v1.WorkerRegistration;
@@ -83,6 +84,11 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
       + "to expire (e.g. 5)")
   Integer leaseSeconds;
 
+  @Option(names = "--late-cancel-window", description = "the router's kvrouter.grpc.late-cancel-window (netty): how "
+      + "long after a Book's answer was written a client's cancel still frees it; 0s turns that off (default: the "
+      + "router's, 2s)")
+  String lateCancelWindow;
+
   @Option(names = "--file", description = "results file name under the results directory (default leaks.md)")
   String file = "leaks.md";
 
@@ -91,6 +97,8 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
     final LongAdder sent = new LongAdder();
     final LongAdder booked = new LongAdder();
     final LongAdder released = new LongAdder();
+    /** Releases that found no booking: the router freed a booking its client had read (it must not). */
+    final LongAdder releasedNothing = new LongAdder();
     final LongAdder deadline = new LongAdder();
     final LongAdder cancelled = new LongAdder();
     final Map<String, LongAdder> otherErrors = new ConcurrentHashMap<>();
@@ -140,17 +148,20 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
         Progress.line("leaks", "sent %d, booked and released %d, abandoned %d, leaked %d", counts.sent.sum(),
             counts.released.sum(), abandoned, leaked);
         report.paragraph(String.format(Locale.ROOT, "%d concurrent Book loops for %d s on one router (`%s` binding, "
-            + "grpc-java client on loopback over %d connection(s), %d workers, lease %s): %d %% of Books with a 1-5 ms deadline, %d %% "
+            + "grpc-java client on loopback over %d connection(s), %d workers, lease %s, late-cancel window %s): "
+            + "%d %% of Books with a 1-5 ms deadline, %d %% "
             + "cancelled by the client 0-2 ms after sending, the rest with a 10 s deadline. Every booking the "
             + "client was told about is released; the client never replays. Leaked = bookings live once every "
             + "loop has ended, plus those that expired on their lease during the run; abandoned = Books that "
-            + "ended DEADLINE_EXCEEDED or CANCELLED.", loopCount,
+            + "ended DEADLINE_EXCEEDED or CANCELLED; released, already freed = Releases of a booking the client "
+            + "was told about that answered applied = false (the router had freed it: must be 0).", loopCount,
             runFor.toSeconds(), binding, Math.max(1, channels), WORKERS, lease == null ? "300 s" : lease.toSeconds() + " s",
-            shortDeadlinePercent, cancelPercent));
-        report.table(new Report.Table("binding", "Books sent", "booked (all released)", "abandoned: deadline",
-            "abandoned: cancelled", "other errors", "leaked", "leaked / abandoned", "max in flight per rank",
-            "target ≤ 1 %")
-            .row(binding, counts.sent.sum(), counts.booked.sum(), counts.deadline.sum(), counts.cancelled.sum(),
+            lateCancelWindow == null ? "2s (default)" : lateCancelWindow, shortDeadlinePercent, cancelPercent));
+        report.table(new Report.Table("binding", "Books sent", "booked (all released)",
+            "released, already freed", "abandoned: deadline", "abandoned: cancelled", "other errors", "leaked",
+            "leaked / abandoned", "max in flight per rank", "target ≤ 1 %")
+            .row(binding, counts.sent.sum(), counts.booked.sum(), counts.releasedNothing.sum(),
+                counts.deadline.sum(), counts.cancelled.sum(),
                 counts.otherErrors.isEmpty() ? "0" : counts.otherErrors.toString(), leaked,
                 percent(leaked, abandoned), maxInFlight(settled),
                 Report.verdict(leaked <= abandoned / 100.0)));
@@ -173,6 +184,9 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
 
   private String routerConfig(Duration lease) {
     String config = "kvrouter.grpc.binding = \"" + binding + "\"\n";
+    if (lateCancelWindow != null) {
+      config += "kvrouter.grpc.late-cancel-window = " + lateCancelWindow + "\n";
+    }
     return lease == null ? config : config + "kvrouter.admission.lease = " + lease.toMillis() + "ms\n";
   }
 
@@ -239,11 +253,14 @@ public final class LeakBench implements java.util.concurrent.Callable<Integer> {
     private void release(Booking booking) {
       BookingRef ref = BookingRef.newBuilder().setModel(MODEL).setRequestId(booking.getRequestId())
           .setAttempt(booking.getAttempt()).build();
-      ClientCall<BookingRef, ?> call = channel.newCall(RouterGrpc.getReleaseMethod(),
+      ClientCall<BookingRef, Released> call = channel.newCall(RouterGrpc.getReleaseMethod(),
           CallOptions.DEFAULT.withDeadlineAfter(CALL.toMillis(), TimeUnit.MILLISECONDS));
       unary(call, ref).whenComplete((released, failure) -> {
         if (failure == null) {
           counts.released.increment();
+          if (!released.getApplied()) {
+            counts.releasedNothing.increment();
+          }
         } else {
           counts.otherErrors.computeIfAbsent("Release " + Status.fromThrowable(failure).getCode(),
               k -> new LongAdder()).increment();

@@ -17,7 +17,7 @@ class LeakBenchSmokeTest {
   void leaksQuickWritesItsTable(@TempDir Path out) throws Exception {
     assertThat(Bench.run("leaks", "--quick", "--out", out.toString())).isZero();
     assertThat(Files.readString(out.resolve("leaks.md"), StandardCharsets.UTF_8))
-        .contains("| binding | Books sent | booked (all released) | abandoned: deadline | abandoned: cancelled |")
+        .contains("| binding | Books sent | booked (all released) | released, already freed | abandoned: deadline |")
         .contains("| netty |");
   }
 }

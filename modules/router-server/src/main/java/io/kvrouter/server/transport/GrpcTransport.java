@@ -2,6 +2,7 @@ package io.kvrouter.server.transport;
 
 import com.typesafe.config.Config;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -12,19 +13,23 @@ public final class GrpcTransport {
 
   /** {@code kvrouter.grpc}, read once. */
   public record Settings(Binding binding, String host, int port, long maxMessageBytes,
-      long transportMaxMessageBytes) {
+      long transportMaxMessageBytes, Duration lateCancelWindow) {
 
     public Settings {
       if (transportMaxMessageBytes <= maxMessageBytes || transportMaxMessageBytes > Integer.MAX_VALUE) {
         throw new IllegalArgumentException("kvrouter.grpc.transport-max-message-bytes (" + transportMaxMessageBytes
             + ") must be above kvrouter.grpc.max-message-bytes (" + maxMessageBytes + ") and below 2 GiB");
       }
+      if (lateCancelWindow.isNegative()) {
+        throw new IllegalArgumentException("kvrouter.grpc.late-cancel-window must not be negative");
+      }
     }
 
     public static Settings fromConfig(Config root) {
       Config grpc = root.getConfig("kvrouter.grpc");
       return new Settings(Binding.fromConfig(grpc.getString("binding")), grpc.getString("host"), grpc.getInt("port"),
-          grpc.getBytes("max-message-bytes"), grpc.getBytes("transport-max-message-bytes"));
+          grpc.getBytes("max-message-bytes"), grpc.getBytes("transport-max-message-bytes"),
+          grpc.getDuration("late-cancel-window"));
     }
   }
 
@@ -38,7 +43,8 @@ public final class GrpcTransport {
       case NETTY -> {
         try {
           yield CompletableFuture.completedFuture(new Bound(Binding.NETTY, NettyBinding.start(system, services,
-              settings.host(), settings.port(), settings.maxMessageBytes(), settings.transportMaxMessageBytes())));
+              settings.host(), settings.port(), settings.maxMessageBytes(), settings.transportMaxMessageBytes(),
+              settings.lateCancelWindow())));
         } catch (RuntimeException e) {
           yield CompletableFuture.failedFuture(e);
         }

@@ -2,6 +2,7 @@ package io.kvrouter.server.transport;
 
 import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.netty.shaded.io.grpc.netty.InternalProtocolNegotiators;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.ProtoReflectionService;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
@@ -33,19 +34,30 @@ import org.apache.pekko.actor.typed.DispatcherSelector;
  * {@link LimitedRequests} enforces the configured limit, so an over-limit request is answered by our code with
  * RESOURCE_EXHAUSTED and the MESSAGE_TOO_LARGE reason after the body was read whole, as on the PEKKO binding
  * (grpc-java's own rejection carries no trailers of ours).
+ *
+ * <p>Late cancels: unless {@code kvrouter.grpc.late-cancel-window} is 0, the plaintext negotiator is wrapped by
+ * {@link LateCancels}, so that a client's cancel arriving after a Book's answer was written, but sent before the client
+ * had read past it, still frees the booking.
  */
 final class NettyBinding {
   private static final Duration DRAIN = Duration.ofSeconds(3);
+  /** Answered Book streams a connection remembers for late cancels, at most (each until the client's PING ack). */
+  private static final int LATE_CANCEL_STREAMS = 16_384;
 
   private NettyBinding() {}
 
   /** Starts the server and stops it on the actor system's CoordinatedShutdown. */
   static InetSocketAddress start(ActorSystem<?> system, GrpcServices services, String host, int port,
-      long maxMessageBytes, long transportMaxMessageBytes) {
+      long maxMessageBytes, long transportMaxMessageBytes, Duration lateCancelWindow) {
     NettyCalls calls = new NettyCalls(system, services);
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
         .directExecutor()
         .maxInboundMessageSize((int) transportMaxMessageBytes);
+    if (!lateCancelWindow.isZero()) {
+      LateCancels lateCancels = new LateCancels(lateCancelWindow, LATE_CANCEL_STREAMS);
+      builder.protocolNegotiator(lateCancels.around(InternalProtocolNegotiators.serverPlaintext()))
+          .addStreamTracerFactory(lateCancels.tracers());
+    }
     for (ServerServiceDefinition service : List.of(RouterGrpc.bindService(calls), WorkersGrpc.bindService(calls),
         AdminGrpc.bindService(calls), HealthGrpc.bindService(calls))) {
       builder.addService(LimitedRequests.rebind(service, maxMessageBytes, system.classicSystem()));

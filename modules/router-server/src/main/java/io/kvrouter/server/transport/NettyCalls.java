@@ -70,7 +70,7 @@ final class NettyCalls implements RouterGrpc.AsyncService, WorkersGrpc.AsyncServ
 
   @Override
   public void book(RouteRequest in, StreamObserver<Booking> out) {
-    answer(out, services.router().book(in, CallMetadata.current()));
+    answer(out, services.router().book(in, CallMetadata.current()), LateCancels.current());
   }
 
   @Override
@@ -144,31 +144,47 @@ final class NettyCalls implements RouterGrpc.AsyncService, WorkersGrpc.AsyncServ
    * booked is freed even when the answer was complete but not yet written. An answer completed elsewhere (the
    * admission actor's thread) is encoded and written on the call's own event loop: the actor's thread is free for its
    * next command sooner, and netty writes from its own thread directly. One already complete (Select) is answered
-   * right here. Only a cancel that arrives after the answer was written is not seen (router.proto, Book).
+   * right here. A Book answered on a connection {@link LateCancels} watches stays abandonable for a short while
+   * after its answer was written: a cancel that crossed the answer on the wire still frees it.
    */
   private <Resp> void answer(StreamObserver<Resp> out, CompletionStage<Resp> stage) {
+    answer(out, stage, null);
+  }
+
+  private <Resp> void answer(StreamObserver<Resp> out, CompletionStage<Resp> stage, LateCancels.CallStream stream) {
     ServerCallStreamObserver<Resp> call = (ServerCallStreamObserver<Resp>) out;
     CompletableFuture<Resp> answer = stage.toCompletableFuture();
+    Runnable lateCancelWatch = null;
     if (answer instanceof AbandonableAnswer<Resp> abandonable) {
       call.setOnCancelHandler(abandonable::abandon);
       if (call.isCancelled()) {
         abandonable.abandon();
       }
+      if (stream != null) {
+        lateCancelWatch = () -> stream.answered(abandonable::abandon);
+      }
     } else if (!answer.isDone()) {
       call.setOnCancelHandler(() -> answer.cancel(false));
     }
+    Runnable written = lateCancelWatch;
     EventExecutor loop = ThreadExecutorMap.currentExecutor();
     answer.whenComplete((response, failure) -> {
       if (loop == null || loop.inEventLoop()) {
-        reply(call, response, failure);
+        reply(call, response, failure, written);
       } else {
-        loop.execute(() -> reply(call, response, failure));
+        loop.execute(() -> reply(call, response, failure, written));
       }
     });
   }
 
   /** Sends the answer (a unary call's response; null for the end of a stream) or the failure's status. */
   private <Resp> void reply(ServerCallStreamObserver<Resp> call, Resp response, Throwable failure) {
+    reply(call, response, failure, null);
+  }
+
+  /** ... and runs {@code written} (if any) once a response was handed to grpc-java. */
+  private <Resp> void reply(ServerCallStreamObserver<Resp> call, Resp response, Throwable failure,
+      Runnable written) {
     if (call.isCancelled()) {
       return;
     }
@@ -181,6 +197,9 @@ final class NettyCalls implements RouterGrpc.AsyncService, WorkersGrpc.AsyncServ
         call.onNext(response);
       }
       call.onCompleted();
+      if (written != null) {
+        written.run();
+      }
     } catch (RuntimeException e) {
       log.debug("gRPC call ended before its answer", e);
     }
