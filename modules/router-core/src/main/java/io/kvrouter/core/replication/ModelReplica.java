@@ -7,6 +7,7 @@ import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -78,7 +79,7 @@ public final class ModelReplica {
 
   /** The live bookings this copy holds, by request id. */
   public Map<String, LedgerSnapshot.Entry> bookings() {
-    return java.util.Collections.unmodifiableMap(bookings);
+    return Collections.unmodifiableMap(bookings);
   }
 
   /** Applies the owner's next delta: GAP if it skips a seq or belongs to a newer epoch, STALE if already applied. */
@@ -268,9 +269,7 @@ public final class ModelReplica {
     if (record.booked() != null) {
       cell.apply(record.booked());
     }
-    if (record.reported() != null) {
-      cell.report(record.reported());
-    }
+    cell.report(record.reported()); // null too: the worker may have left and come back within one delta
   }
 
   private void adoptIfNewer(ViewState state) {
