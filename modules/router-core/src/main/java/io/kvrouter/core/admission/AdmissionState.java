@@ -186,6 +186,14 @@ public final class AdmissionState {
     return membership.viewState();
   }
 
+  /**
+   * Turns recording of changes for replication on or off (on by default): off, {@link #drainReplicaDelta} answers
+   * null and Books skip the bookkeeping, which is how the bench measures what replication costs the owner.
+   */
+  public void setReplicationEnabled(boolean enabled) {
+    replication.setEnabled(enabled);
+  }
+
   /** What changed since the previous delta (seq + 1), or null when nothing did. */
   public ReplicaDelta drainReplicaDelta(long nowMillis) {
     return replication.drain(nowMillis, membership::viewState, membership::rankRecord, ledger.highestAttempt());

@@ -84,7 +84,7 @@ public final class BookingLedger {
     Booking booking = new Booking(requestId, attempts.next(nowMillis), rank, prefillTokens, decodeBlocks, nowMillis,
         queuedMicros, selection, nonce, leaseExpiresAtMillis, sequenceHashes);
     bookings.put(requestId, booking);
-    if (log != null) {
+    if (log != null && log.isEnabled()) {
       log.opened(entry(booking));
     }
     return booking;
@@ -98,7 +98,7 @@ public final class BookingLedger {
 
   void renew(Booking booking, long leaseExpiresAtMillis) {
     booking.leaseExpiresAtMillis = leaseExpiresAtMillis;
-    if (log != null) {
+    if (log != null && log.isEnabled()) {
       log.changed(new BookingChange(booking.requestId, booking.attempt, booking.prefillDone, leaseExpiresAtMillis));
     }
   }

@@ -18,6 +18,7 @@ public final class ReplicationLog {
   private final String model;
   private final long epoch;
   private long seq;
+  private boolean enabled = true;
   private boolean viewChanged;
   private final LinkedHashSet<Rank> dirtyRanks = new LinkedHashSet<>();
   /** Bookings opened this interval, by request id, as they are now (a later change is folded in). */
@@ -40,26 +41,52 @@ public final class ReplicationLog {
     return seq;
   }
 
+  /**
+   * Whether changes are recorded (on by default). Off, nothing is recorded and {@link #drain} answers null: for
+   * measuring what replication costs the owner. Switching it off drops what was pending.
+   */
+  public boolean isEnabled() {
+    return enabled;
+  }
+
+  public void setEnabled(boolean on) {
+    if (!on) {
+      viewChanged = false;
+      dirtyRanks.clear();
+      opened.clear();
+      changed.clear();
+      closed.clear();
+    }
+    enabled = on;
+  }
+
   public boolean hasChanges() {
     return viewChanged || !dirtyRanks.isEmpty() || !opened.isEmpty() || !changed.isEmpty() || !closed.isEmpty();
   }
 
   /** Membership, configs or policy changed (a new view was published). */
   public void viewChanged() {
-    viewChanged = true;
+    viewChanged = enabled;
   }
 
   /** A rank's booked load or reported load changed. */
   public void rankChanged(Rank rank) {
-    dirtyRanks.add(rank);
+    if (enabled) {
+      dirtyRanks.add(rank);
+    }
   }
 
   public void opened(LedgerSnapshot.Entry booking) {
-    opened.put(booking.requestId(), booking);
+    if (enabled) {
+      opened.put(booking.requestId(), booking);
+    }
   }
 
   /** A live booking's prefill-done flag or lease changed. */
   public void changed(BookingChange change) {
+    if (!enabled) {
+      return;
+    }
     LedgerSnapshot.Entry fresh = opened.get(change.requestId());
     if (fresh != null && fresh.attempt() == change.attempt()) {
       opened.put(change.requestId(), new LedgerSnapshot.Entry(fresh.requestId(), fresh.attempt(), fresh.rank(),
@@ -73,6 +100,9 @@ public final class ReplicationLog {
 
   /** A booking was closed: one opened in this interval vanishes from the delta, an older one is listed closed. */
   public void closed(String requestId, long attempt) {
+    if (!enabled) {
+      return;
+    }
     LedgerSnapshot.Entry fresh = opened.get(requestId);
     if (fresh != null && fresh.attempt() == attempt) {
       opened.remove(requestId);

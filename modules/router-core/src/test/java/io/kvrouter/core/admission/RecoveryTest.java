@@ -10,12 +10,11 @@ import io.kvrouter.core.replication.ModelReplica;
 import io.kvrouter.core.replication.RankRecord;
 import io.kvrouter.core.replication.RecoveredState;
 import io.kvrouter.core.replication.SnapshotChunk;
-import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.KvOverlapSource;
-import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
 import io.kvrouter.core.testkit.LedgerInvariants;
 import io.kvrouter.core.testkit.ManualClock;
+import io.kvrouter.core.testkit.RecordingOverlapSource;
 import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,16 +29,7 @@ import org.junit.jupiter.api.Test;
 class RecoveryTest {
   private static final Duration WINDOW = Duration.ofSeconds(2);
   private final ManualClock clock = new ManualClock(1_700_000_000_000L);
-  private final List<String> onBooked = new ArrayList<>();
-  private final KvOverlapSource recording = new KvOverlapSource() {
-    @Override
-    public void overlaps(SelectionView view, long[] sequenceHashes, Candidates candidates) {}
-
-    @Override
-    public void onBooked(Rank rank, long[] sequenceHashes, long nowMillis) {
-      onBooked.add(rank + " " + sequenceHashes.length);
-    }
-  };
+  private final RecordingOverlapSource recording = new RecordingOverlapSource();
   private AdmissionState old;
   private final List<BookingAnswer> booked = new ArrayList<>();
 
@@ -112,7 +102,7 @@ class RecoveryTest {
     assertThat(a.reported().prefillTokens()).isEqualTo(6);
     assertThat(snapshot.bookings()).filteredOn(b -> b.requestId().equals("r0")).singleElement()
         .satisfies(b -> assertThat(b.prefillDone()).isTrue());
-    assertThat(onBooked).hasSize(6);
+    assertThat(recording.booked).hasSize(6);
     ActivePrefixIndex prefixes = (ActivePrefixIndex) recovered.view().activePrefix();
     Rank rank = booked.get(1).selection().rank();
     assertThat(prefixes.matchedDepth(rank, new long[] {1, 2, 3})).isEqualTo(3);

@@ -15,6 +15,7 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import io.kvrouter.core.testkit.ManualClock;
+import io.kvrouter.core.testkit.RecordingOverlapSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -24,22 +25,9 @@ import org.junit.jupiter.api.Test;
 class ModelReplicaTest {
   private final ManualClock clock = new ManualClock(1_700_000_000_000L);
   private final List<SelectionView> published = new ArrayList<>();
-  private final List<String> booked = new ArrayList<>();
-  private final List<String> removedWorkers = new ArrayList<>();
-  private final KvOverlapSource recording = new KvOverlapSource() {
-    @Override
-    public void overlaps(SelectionView view, long[] sequenceHashes, Candidates candidates) {}
-
-    @Override
-    public void onBooked(Rank rank, long[] sequenceHashes, long nowMillis) {
-      booked.add(rank + " " + java.util.Arrays.toString(sequenceHashes) + " @" + nowMillis);
-    }
-
-    @Override
-    public void removeWorker(String workerId) {
-      removedWorkers.add(workerId);
-    }
-  };
+  private final RecordingOverlapSource recording = new RecordingOverlapSource();
+  private final List<String> booked = recording.booked;
+  private final List<String> removedWorkers = recording.removedWorkers;
   private final ModelReplica replica = new ModelReplica("m", 10_000, recording, published::add);
 
   private AdmissionState owner(long epoch) {

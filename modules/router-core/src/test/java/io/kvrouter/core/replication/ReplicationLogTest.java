@@ -71,4 +71,20 @@ class ReplicationLogTest {
     log.changed(new BookingChange("r1", 5, true, 1000));
     assertThat(drain().changed()).containsExactly(new BookingChange("r1", 5, true, 1000));
   }
+
+  @Test
+  void switchedOffItRecordsNothingAndDrainsNull() {
+    log.opened(entry("r1", 5));
+    log.setEnabled(false);
+    assertThat(log.hasChanges()).as("what was pending is dropped").isFalse();
+    log.opened(entry("r2", 6));
+    log.viewChanged();
+    log.rankChanged(new Rank("a", 0));
+    log.changed(new BookingChange("r2", 6, true, 1));
+    log.closed("r2", 6);
+    assertThat(drain()).isNull();
+    log.setEnabled(true);
+    log.opened(entry("r3", 7));
+    assertThat(drain().opened()).extracting(LedgerSnapshot.Entry::requestId).containsExactly("r3");
+  }
 }
