@@ -233,11 +233,9 @@ public final class Membership {
    * @return the workers that left
    */
   public List<String> adopt(ViewState state) {
-    List<String> removed = new ArrayList<>();
-    for (String workerId : workers.keySet()) {
-      if (state.workers().stream().noneMatch(w -> w.workerId().equals(workerId))) {
-        removed.add(workerId);
-      }
+    List<String> removed = new ArrayList<>(workers.keySet());
+    for (WorkerConfig worker : state.workers()) {
+      removed.remove(worker.workerId());
     }
     if (state.epoch() != epoch) {
       cells.clear();
