@@ -19,6 +19,7 @@ import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -32,7 +33,6 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
-import org.apache.pekko.actor.typed.javadsl.StashBuffer;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
@@ -383,7 +383,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     Set<ActorRef<ReplicaNode.Command>> listed = env.peers().others();
     peers.keySet().retainAll(listed);
     long resendAfter = env.replication().resendAfter().toMillis();
-    java.util.List<ActorRef<ReplicaNode.Command>> behind = new java.util.ArrayList<>();
+    List<ActorRef<ReplicaNode.Command>> behind = new ArrayList<>();
     for (ActorRef<ReplicaNode.Command> peer : listed) {
       PeerProgress progress = peers.get(peer);
       boolean lagging = progress != null && progress.sentSeq > progress.ackedSeq
@@ -399,7 +399,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     if (behind.isEmpty()) {
       return;
     }
-    java.util.List<SnapshotChunk> chunks = state.replicaSnapshot(now, env.replication().maxChunkBytes());
+    List<SnapshotChunk> chunks = state.replicaSnapshot(now, env.replication().maxChunkBytes());
     for (ActorRef<ReplicaNode.Command> peer : behind) {
       chunks.forEach(chunk -> peer.tell(new ReplicaNode.Chunk(chunk, getContext().getSelf())));
       PeerProgress progress = peers.computeIfAbsent(peer, p -> new PeerProgress());

@@ -12,10 +12,13 @@ import org.apache.pekko.actor.typed.ActorRef;
 final class ReplicaPeers {
   private volatile ActorRef<ReplicaNode.Command> self;
   private volatile Set<ActorRef<ReplicaNode.Command>> listed = Set.of();
+  /** {@code listed} without {@code self}, kept so that a flush (every few ms per model) does not build it. */
+  private volatile Set<ActorRef<ReplicaNode.Command>> others = Set.of();
 
   /** Set once, when the node's replica actor has been created (before any admission actor starts). */
   void bind(ActorRef<ReplicaNode.Command> replicaNode) {
     this.self = replicaNode;
+    listed(listed);
   }
 
   /** This node's replica actor. */
@@ -25,19 +28,20 @@ final class ReplicaPeers {
 
   /** The region's other replica actors. */
   Set<ActorRef<ReplicaNode.Command>> others() {
-    Set<ActorRef<ReplicaNode.Command>> others = new HashSet<>(listed);
-    others.remove(self);
     return others;
   }
 
   /** Every replica actor of the region, this node's included. */
   Set<ActorRef<ReplicaNode.Command>> all() {
-    Set<ActorRef<ReplicaNode.Command>> all = new HashSet<>(listed);
+    Set<ActorRef<ReplicaNode.Command>> all = new HashSet<>(others);
     all.add(self);
     return all;
   }
 
   void listed(Set<ActorRef<ReplicaNode.Command>> listing) {
+    Set<ActorRef<ReplicaNode.Command>> withoutSelf = new HashSet<>(listing);
+    withoutSelf.remove(self);
     listed = Set.copyOf(listing);
+    others = Set.copyOf(withoutSelf);
   }
 }

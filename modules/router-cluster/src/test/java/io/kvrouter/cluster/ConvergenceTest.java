@@ -13,12 +13,8 @@ import org.junit.jupiter.api.Test;
 /** Views converge on every node of the region: after a change, on a node that joins late, and when a model empties. */
 class ConvergenceTest {
   private static Set<String> workersSeenBy(TestRegion.Node node, String model) {
-    SelectionView view = ViewRegistry.get(node.kit().system()).view(model);
+    SelectionView view = node.view(model);
     return view == null ? Set.of() : view.workers().keySet();
-  }
-
-  private static SelectionView viewOf(TestRegion.Node node, String model) {
-    return ViewRegistry.get(node.kit().system()).view(model);
   }
 
   @Test
@@ -33,9 +29,9 @@ class ConvergenceTest {
       join(host.client(model).register(worker("w3"), null));
       join(host.client(model).deregister("w1", null));
       join(host.client(model).setPolicy("least_in_flight", Map.of(), null));
-      SelectionView owners = viewOf(host, model);
+      SelectionView owners = host.view(model);
       await().atMost(TestRegion.TIMEOUT).until(() -> region.live().stream().allMatch(n -> {
-        SelectionView view = viewOf(n, model);
+        SelectionView view = n.view(model);
         return view != null && view.epoch() == owners.epoch() && view.version() == owners.version()
             && view.workers().keySet().equals(Set.of("w2", "w3"))
             && view.policy().policy().wireName().equals("least_in_flight");
@@ -44,13 +40,13 @@ class ConvergenceTest {
       // a node that joins late gets a snapshot
       TestRegion.Node late = region.join();
       await().atMost(TestRegion.TIMEOUT).until(() -> workersSeenBy(late, model).equals(Set.of("w2", "w3")));
-      assertThat(viewOf(late, model).version()).isEqualTo(owners.version());
+      assertThat(late.view(model).version()).isEqualTo(owners.version());
 
       // the model's last worker leaves: every node forgets it
       join(region.node(1).client(model).deregister("w2", null));
       join(late.client(model).deregister("w3", null));
       await().atMost(TestRegion.TIMEOUT).until(() -> region.live().stream()
-          .allMatch(n -> viewOf(n, model) == null && !n.sees(model)));
+          .allMatch(n -> n.view(model) == null && !n.sees(model)));
     }
   }
 }

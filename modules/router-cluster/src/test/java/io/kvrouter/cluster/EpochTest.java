@@ -16,10 +16,6 @@ import org.junit.jupiter.api.Test;
  * old incarnation however high their versions, on every node; a late view of the old incarnation changes nothing.
  */
 class EpochTest {
-  private static SelectionView viewOf(TestRegion.Node node, String model) {
-    return ViewRegistry.get(node.kit().system()).view(model);
-  }
-
   @Test
   void aNewIncarnationsViewWinsOverTheOldOnesHigherVersion() {
     try (TestRegion region = TestRegion.start(3)) {
@@ -28,10 +24,10 @@ class EpochTest {
       for (int i = 0; i < 30; i++) {
         join(host.client(model).setPolicy(i % 2 == 0 ? "round_robin" : "least_in_flight", Map.of(), null));
       }
-      SelectionView old = viewOf(host, model);
+      SelectionView old = host.view(model);
       assertThat(old.version()).isGreaterThan(30);
       await().atMost(TestRegion.TIMEOUT).until(() -> region.live().stream().allMatch(n -> {
-        SelectionView view = viewOf(n, model);
+        SelectionView view = n.view(model);
         return view != null && view.epoch() == old.epoch() && view.version() == old.version();
       }));
 
@@ -45,13 +41,13 @@ class EpochTest {
       assertThat(recovered.snapshot().workers()).hasSize(2);
 
       await().atMost(TestRegion.TIMEOUT).until(() -> region.live().stream().allMatch(n -> {
-        SelectionView view = viewOf(n, model);
+        SelectionView view = n.view(model);
         return view != null && view.epoch() == recovered.snapshot().epoch()
             && view.workers().keySet().equals(old.workers().keySet());
       }));
       for (TestRegion.Node node : region.live()) {
         assertThat(ViewRegistry.get(node.kit().system()).publish(old)).as("the old view on %s", node).isFalse();
-        assertThat(viewOf(node, model).epoch()).isEqualTo(recovered.snapshot().epoch());
+        assertThat(node.view(model).epoch()).isEqualTo(recovered.snapshot().epoch());
       }
     }
   }

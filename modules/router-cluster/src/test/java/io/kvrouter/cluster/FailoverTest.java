@@ -225,7 +225,7 @@ class FailoverTest {
 
   /** Bookings in flight on the model's ranks, as this node's view shows them. */
   private static int inFlightSeenBy(TestRegion.Node node, String model) {
-    SelectionView view = ViewRegistry.get(node.kit().system()).view(model);
+    SelectionView view = node.view(model);
     if (view == null) {
       return -1;
     }

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.selection.SelectionView;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,6 +51,11 @@ final class TestRegion implements AutoCloseable {
 
     boolean sees(String model) {
       return routing.models().contains(model);
+    }
+
+    /** This node's view of the model, or null when it has none. */
+    SelectionView view(String model) {
+      return ViewRegistry.get(kit.system()).view(model);
     }
 
     @Override
