@@ -350,7 +350,13 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     /** When the oldest delta not yet acknowledged was sent; 0 when all are. */
     long waitingSinceMillis;
     long snapshotSentAtMillis;
+    /** Snapshots sent since the peer last answered; each doubles the wait before the next. */
+    int unansweredSnapshots;
     boolean wantsSnapshot;
+
+    boolean maySnapshot(long nowMillis, long resendAfterMillis) {
+      return nowMillis - snapshotSentAtMillis >= resendAfterMillis << Math.min(unansweredSnapshots, 5);
+    }
 
     void sent(long seq, long nowMillis) {
       if (sentSeq <= ackedSeq) {
@@ -369,7 +375,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   /**
    * Sends what changed since the last flush to every listed peer that is in step, and a full snapshot (as of this
    * delta) to a peer that is new, asked for one, or has left a delta unacknowledged for {@code resend-after} (at most
-   * one snapshot per peer per {@code resend-after}).
+   * one snapshot per peer per {@code resend-after}, twice that after a snapshot the peer did not answer, and so on up
+   * to 32 times: a peer that died is not sent a full copy every few hundred ms until it is removed).
    */
   private void flush() {
     if (!env.replication().enabled()) {
@@ -388,8 +395,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       PeerProgress progress = peers.get(peer);
       boolean lagging = progress != null && progress.sentSeq > progress.ackedSeq
           && now - progress.waitingSinceMillis >= resendAfter;
-      if (progress == null || ((progress.wantsSnapshot || lagging)
-          && now - progress.snapshotSentAtMillis >= resendAfter)) {
+      if (progress == null || ((progress.wantsSnapshot || lagging) && progress.maySnapshot(now, resendAfter))) {
         behind.add(peer);
       } else if (delta != null) {
         peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf()));
@@ -405,6 +411,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       PeerProgress progress = peers.computeIfAbsent(peer, p -> new PeerProgress());
       progress.wantsSnapshot = false;
       progress.snapshotSentAtMillis = now;
+      progress.unansweredSnapshots++;
       progress.sent(chunks.isEmpty() ? progress.sentSeq : chunks.get(0).seq(), now);
     }
   }
@@ -413,6 +420,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     PeerProgress progress = peers.get(m.peer());
     if (progress != null && m.epoch() == state.epoch() && m.seq() > progress.ackedSeq) {
       progress.ackedSeq = m.seq();
+      progress.unansweredSnapshots = 0;
       // the peer made progress: its next wait starts now
       progress.waitingSinceMillis = progress.ackedSeq >= progress.sentSeq ? 0 : env.clock().millis();
     }
@@ -423,6 +431,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     PeerProgress progress = peers.get(m.peer());
     if (progress != null && m.epoch() == state.epoch()) {
       progress.wantsSnapshot = true;
+      progress.unansweredSnapshots = 0;
       scheduleFlush();
     }
     return this;

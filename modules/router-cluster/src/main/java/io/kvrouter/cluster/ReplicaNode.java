@@ -21,6 +21,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 import org.apache.pekko.cluster.ClusterEvent;
@@ -76,6 +77,13 @@ public final class ReplicaNode extends AbstractBehavior<ReplicaNode.Command> {
 
   private record MemberGone(ClusterEvent.MemberRemoved removed) implements Command {}
 
+  /** Sent by the actor's timer: wakes the models again, {@code round} (1, 2, ...) rounds after a member left. */
+  record WakeAgain(int round) implements Command {}
+
+  /** Rounds of Wakes after a member left, 1, 2, 4 and 8 s apart. */
+  private static final int WAKE_ROUNDS = 4;
+  private static final Object WAKE_TIMER = "wake";
+
   /**
    * What the node gives its replica actor. {@code hostedHere} tells whether the model's admission actor runs on this
    * node (its views come from the actor then); {@code forget} drops what the node keeps for a model.
@@ -87,6 +95,7 @@ public final class ReplicaNode extends AbstractBehavior<ReplicaNode.Command> {
 
   private final Environment env;
   private final Map<String, ModelReplica> replicas = new HashMap<>();
+  private final TimerScheduler<Command> timers;
 
   static Behavior<Command> create(Environment env) {
     return Behaviors.setup(ctx -> {
@@ -97,14 +106,15 @@ public final class ReplicaNode extends AbstractBehavior<ReplicaNode.Command> {
           ctx.messageAdapter(ClusterEvent.MemberRemoved.class, MemberGone::new), ClusterEvent.MemberRemoved.class));
       return Behaviors.<Command>withTimers(timers -> {
         timers.startTimerWithFixedDelay(ExpireIndexes.INSTANCE, env.expiryInterval());
-        return new ReplicaNode(ctx, env);
+        return new ReplicaNode(ctx, env, timers);
       });
     });
   }
 
-  private ReplicaNode(ActorContext<Command> context, Environment env) {
+  private ReplicaNode(ActorContext<Command> context, Environment env, TimerScheduler<Command> timers) {
     super(context);
     this.env = env;
+    this.timers = timers;
   }
 
   @Override
@@ -127,6 +137,7 @@ public final class ReplicaNode extends AbstractBehavior<ReplicaNode.Command> {
         })
         .onMessage(Listed.class, this::onListed)
         .onMessage(MemberGone.class, this::onMemberGone)
+        .onMessage(WakeAgain.class, this::onWakeAgain)
         .build();
   }
 
@@ -217,18 +228,33 @@ public final class ReplicaNode extends AbstractBehavior<ReplicaNode.Command> {
 
   /**
    * A member of this region left or died: the actors it hosted are restarted elsewhere only on a message, so wake
-   * every model this node holds a copy of (a model hosted on a surviving node ignores the Wake).
+   * every model this node holds a copy of (a model hosted on a surviving node ignores the Wake). A shard region may
+   * still route a Wake to the dead member's region until it has processed the removal itself, so the Wakes are sent
+   * again in a few rounds, 1, 2, 4 and 8 s later.
    */
   private Behavior<Command> onMemberGone(MemberGone m) {
     if (!m.removed().member().dataCenter().equals(env.region())) {
       return this;
     }
+    wakeModels();
+    timers.startSingleTimer(WAKE_TIMER, new WakeAgain(1), Duration.ofSeconds(1));
+    return this;
+  }
+
+  private Behavior<Command> onWakeAgain(WakeAgain m) {
+    wakeModels();
+    if (m.round() < WAKE_ROUNDS) {
+      timers.startSingleTimer(WAKE_TIMER, new WakeAgain(m.round() + 1), Duration.ofSeconds(1L << m.round()));
+    }
+    return this;
+  }
+
+  private void wakeModels() {
     ClusterSharding sharding = ClusterSharding.get(getContext().getSystem());
     replicas.forEach((model, replica) -> {
       if (!replica.isEmpty()) {
         sharding.entityRefFor(ModelAdmission.ENTITY_KEY, model).tell(ModelAdmission.Wake.INSTANCE);
       }
     });
-    return this;
   }
 }

@@ -40,6 +40,14 @@ class FailoverTest {
    * earlier than this before the kill must stay applied.
    */
   private static final Duration WINDOW = Duration.ofMillis(300);
+  /**
+   * A downed node is removed only once the others found it unreachable: failure detection shortened so that takes
+   * about a second rather than several.
+   */
+  private static final String FAST_FAILURE_DETECTION = """
+      pekko.cluster.failure-detector.heartbeat-interval = 300ms
+      pekko.cluster.failure-detector.acceptable-heartbeat-pause = 1s
+      """;
 
   @Test
   void theOldestNodeHostingTheActorDies() throws Exception {
@@ -56,7 +64,7 @@ class FailoverTest {
   /** No client sends anything after the kill: the survivors' Wake restarts the actor, which recovers the booking. */
   @Test
   void anIdleModelIsRestartedOnASurvivorWithoutTraffic() {
-    try (TestRegion region = TestRegion.start(3)) {
+    try (TestRegion region = TestRegion.start(3, FAST_FAILURE_DETECTION)) {
       TestRegion.Node victim = region.node(2);
       TestRegion.Node survivor = region.node(0);
       String model = Hosting.modelHostedOn(victim, survivor, "idle", WORKERS);
@@ -88,7 +96,7 @@ class FailoverTest {
   }
 
   private void failover(int victimIndex) throws Exception {
-    try (TestRegion region = TestRegion.start(3, "kvrouter.admission.ask-timeout = 2s")) {
+    try (TestRegion region = TestRegion.start(3, FAST_FAILURE_DETECTION + "kvrouter.admission.ask-timeout = 2s")) {
       TestRegion.Node victim = region.node(victimIndex);
       List<TestRegion.Node> survivors = region.live().stream().filter(n -> n != victim).toList();
       TestRegion.Node a = survivors.get(0);
