@@ -4,7 +4,6 @@ import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.model.Rank;
-import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
 import java.util.Arrays;
@@ -86,10 +85,5 @@ final class Copies {
       }
     }
     return out;
-  }
-
-  static WorkerConfig worker(String id, int dpSize) {
-    return new WorkerConfig(id, 0, dpSize, 8192, 1000, 16, "http://" + id, "local",
-        io.kvrouter.core.model.WorkerRole.AGGREGATED);
   }
 }

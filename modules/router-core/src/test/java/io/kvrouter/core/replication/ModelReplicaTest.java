@@ -2,6 +2,7 @@ package io.kvrouter.core.replication;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvrouter.core.Fixtures;
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.admission.BookOutcome;
@@ -52,7 +53,7 @@ class ModelReplicaTest {
   @Test
   void aNewIncarnationsVersionOneBeatsTheOldOnesVersion900() {
     AdmissionState old = owner(1_000);
-    old.register(Copies.worker("a", 1));
+    old.register(Fixtures.worker("a", 1));
     for (int i = 0; i < 900; i++) {
       old.setPolicy(i % 2 == 0 ? "round_robin" : "kv", Map.of());
     }
@@ -84,7 +85,7 @@ class ModelReplicaTest {
   @Test
   void aNewerSnapshotDiscardsAPartialOlderOneAndAnOlderOneIsStale() {
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 1));
+    owner.register(Fixtures.worker("a", 1));
     for (int i = 0; i < 40; i++) {
       book(owner, "r" + i, new long[100]);
     }
@@ -116,7 +117,7 @@ class ModelReplicaTest {
   void stalenessCountsTheSeqLagAndTheAgeSinceTheLastApply() {
     assertThat(replica.staleness(clock.millis())).isEqualTo(new Staleness(0, 0, 0, 0, 0, false));
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 1));
+    owner.register(Fixtures.worker("a", 1));
     snapshot(owner); // as of seq 1
     book(owner, "r1");
     ReplicaDelta d2 = owner.drainReplicaDelta(clock.millis());
@@ -145,9 +146,9 @@ class ModelReplicaTest {
   @Test
   void viewsArePublishedOnMembershipChangesWithASeededPickerAndLoadsLandInTheirCells() {
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 1));
-    owner.register(Copies.worker("b", 1));
-    owner.register(Copies.worker("c", 1));
+    owner.register(Fixtures.worker("a", 1));
+    owner.register(Fixtures.worker("b", 1));
+    owner.register(Fixtures.worker("c", 1));
     owner.setPolicy("random", Map.of("seed", "11"));
     snapshot(owner);
     assertThat(published).isNotEmpty();
@@ -172,7 +173,7 @@ class ModelReplicaTest {
   @Test
   void loadsAreWrittenInPlaceAndANewerRelayedRecordIsNotOverwrittenByAnOlderOne() {
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 1));
+    owner.register(Fixtures.worker("a", 1));
     snapshot(owner);
     int views = published.size();
     BookingAnswer first = book(owner, "r1");
@@ -197,8 +198,8 @@ class ModelReplicaTest {
   @Test
   void openedBookingsFeedTheOverlapSourceAndTheActivePrefixIndexAndLeavingWorkersAreDropped() {
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 1));
-    owner.register(Copies.worker("b", 1));
+    owner.register(Fixtures.worker("a", 1));
+    owner.register(Fixtures.worker("b", 1));
     snapshot(owner);
     BookingAnswer answer = book(owner, "r1", 5, 6, 7);
     BookingAnswer gone = book(owner, "r2", 8);
@@ -225,9 +226,9 @@ class ModelReplicaTest {
   @Test
   void applyViewTakesOnlyANewerViewAndTheDeltaCarryingItLater() {
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 1));
+    owner.register(Fixtures.worker("a", 1));
     snapshot(owner);
-    owner.register(Copies.worker("b", 1));
+    owner.register(Fixtures.worker("b", 1));
     assertThat(replica.applyView(owner.viewState(), clock.millis())).isTrue();
     assertThat(replica.view().worker("b")).isNotNull();
     assertThat(replica.applyView(owner.viewState(), clock.millis())).isFalse();
@@ -241,7 +242,7 @@ class ModelReplicaTest {
   @Test
   void aReplicasSnapshotRecoversTheSameCopy() {
     AdmissionState owner = owner(1_000);
-    owner.register(Copies.worker("a", 2));
+    owner.register(Fixtures.worker("a", 2));
     snapshot(owner);
     for (int i = 0; i < 30; i++) {
       book(owner, "r" + i, i, i + 1);

@@ -2,6 +2,7 @@ package io.kvrouter.core.replication;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvrouter.core.Fixtures;
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.admission.BookOutcome;
@@ -47,7 +48,7 @@ class ReplicationConvergenceTest {
       owner = new AdmissionState(MODEL, new AdmissionSettings(Duration.ofMillis(40), Duration.ofSeconds(10)), clock,
           KvOverlapSource.NONE, view -> {}, 0);
       for (int i = 0; i < 4; i++) {
-        workers.add(Copies.worker("w" + i, 1 + i % 2));
+        workers.add(Fixtures.worker("w" + i, 1 + i % 2));
       }
       for (int c = 0; c < 4; c++) {
         long[] chain = new long[1 + random.nextInt(6)];
@@ -202,7 +203,7 @@ class ReplicationConvergenceTest {
     AdmissionState owner = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
         view -> {}, 0, 42);
     assertThat(owner.epoch()).isEqualTo(42);
-    owner.register(Copies.worker("a", 1));
+    owner.register(Fixtures.worker("a", 1));
     ReplicaDelta first = owner.drainReplicaDelta(clock.millis());
     assertThat(first.epoch()).isEqualTo(42);
     assertThat(first.seq()).isEqualTo(1);

@@ -3,6 +3,7 @@ package io.kvrouter.core.replication;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.kvrouter.core.Fixtures;
 import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
@@ -22,7 +23,7 @@ import org.junit.jupiter.api.Test;
  */
 class SnapshotChunksTest {
   private static final ViewState VIEW = new ViewState("m", 3, 9,
-      List.of(Copies.worker("a", 2), Copies.worker("b", 1)), "kv", Map.of("seed", "", "temperature", "0.0"));
+      List.of(Fixtures.worker("a", 2), Fixtures.worker("b", 1)), "kv", Map.of("seed", "", "temperature", "0.0"));
   private static final List<RankRecord> LOADS = List.of(
       new RankRecord("a", 0, new RankLoad(4, 1, 10, 2), new ReportedLoad(1, 2, 3, 4)),
       new RankRecord("a", 1, RankLoad.IDLE, null),
@@ -113,8 +114,8 @@ class SnapshotChunksTest {
     SnapshotChunk two = SnapshotChunks.cut("m", 3, 1, 5, VIEW, LOADS, List.of(base, booking("s", 10)), 0, 1 << 20)
         .get(0);
     assertThat(SnapshotChunks.estimatedBytes(two)).isGreaterThan(SnapshotChunks.estimatedBytes(one));
-    ViewState wider = new ViewState("m", 3, 9, List.of(Copies.worker("a", 2), Copies.worker("b", 1),
-        Copies.worker("c", 1)), "kv", VIEW.parameters());
+    ViewState wider = new ViewState("m", 3, 9, List.of(Fixtures.worker("a", 2), Fixtures.worker("b", 1),
+        Fixtures.worker("c", 1)), "kv", VIEW.parameters());
     assertThat(SnapshotChunks.viewBytes(wider)).isGreaterThan(SnapshotChunks.viewBytes(VIEW));
     assertThat(SnapshotChunks.rankRecordBytes(LOADS.get(0))).isGreaterThan(SnapshotChunks.rankRecordBytes(LOADS.get(1)));
   }
