@@ -45,6 +45,33 @@ class AnyNodeTest {
         .allSatisfy(r -> assertThat(r.load().inFlight()).isZero()));
   }
 
+  /**
+   * What a Book teaches the owner's approximate KV index travels with the booking: another node's index learns the
+   * same prefix, so its kv Selects see the overlap.
+   */
+  @Test
+  void aBookThroughOneNodeTeachesTheKvIndexOfAnother() {
+    TestRegion.Node a = region.node(0);
+    TestRegion.Node c = region.node(1);
+    String model = Hosting.modelHostedOn(region.node(2), a, "kv", "w1", "w2", "w3", "w4");
+    join(a.client(model).setPolicy("kv", java.util.Map.of("seed", "3"), null));
+    long[] prefix = {11, 12, 13, 14, 15, 16, 17, 18};
+    BookingAnswer booked = join(a.client(model).book(withHashes(model, "prompt", prefix), null));
+
+    await().atMost(TestRegion.TIMEOUT).untilAsserted(() -> {
+      SelectionResult elsewhere = c.client(model).selectWithoutAdmission(withHashes(model, "again", prefix));
+      assertThat(elsewhere.overlapBlocks()).as("blocks cached, as node c sees it").isEqualTo(prefix.length);
+      assertThat(elsewhere.rank()).isEqualTo(booked.selection().rank());
+    });
+    assertThat(join(c.client(model).release("prompt", booked.attempt(), null)).applied()).isTrue();
+  }
+
+  private static io.kvrouter.core.selection.SelectionRequest withHashes(String model, String requestId,
+      long[] hashes) {
+    return new io.kvrouter.core.selection.SelectionRequest(model, requestId, hashes, hashes.length * 16, 0, null,
+        null, null, 0, null, null, null);
+  }
+
   @Test
   void theStateNamesTheHostingNodeAndThisNodesRegionAndStaleness() {
     TestRegion.Node host = region.node(2);
