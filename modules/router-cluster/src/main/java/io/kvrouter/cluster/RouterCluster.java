@@ -18,7 +18,6 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
-import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
@@ -112,7 +111,8 @@ public final class RouterCluster {
     ActorRef<ReplicaNode.Command> replicaNode = system.systemActorOf(ReplicaNode.create(new ReplicaNode.Environment(
             region, clock, config.expiryInterval(), config.settings().heartbeatTimeout().toMillis(),
             replication.maxChunkBytes(), registry, kvIndex::apply, locals::hosts, forget, peers)),
-        "kvrouter-replicas", Props.empty());
+        // beside the admission actors, so a busy gRPC dispatcher never delays what replicas apply
+        "kvrouter-replicas", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
     peers.bind(replicaNode);
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
         config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress);
