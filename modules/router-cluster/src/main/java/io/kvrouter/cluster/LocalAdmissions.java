@@ -22,6 +22,12 @@ final class LocalAdmissions {
     return actors.computeIfAbsent(model, m -> new AtomicReference<>());
   }
 
+  /** Whether the model's admission actor runs on this node now. */
+  boolean hosts(String model) {
+    AtomicReference<ActorRef<ModelAdmission.Command>> slot = actors.get(model);
+    return slot != null && slot.get() != null;
+  }
+
   void started(String model, ActorRef<ModelAdmission.Command> actor) {
     slot(model).set(actor);
   }

@@ -11,14 +11,19 @@ import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.admission.Registered;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.SnapshotChunk;
+import io.kvrouter.core.replication.ViewState;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -28,6 +33,7 @@ import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.Receive;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
@@ -37,6 +43,12 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * {@link AdmissionState}: every command is one call on it, the reply goes out after the state (and with it the load
  * cells and the published view) has changed. Sharding never passivates it for idleness (a model with workers may
  * receive only Selects, which never reach it); it passivates itself once its model holds nothing.
+ *
+ * <p>It replicates its state to the other nodes of its region: a command that changed something starts a single
+ * timer ({@code kvrouter.replication.interval}) whose expiry sends one {@link ReplicaDelta} to every peer's
+ * {@link ReplicaNode}; each peer acknowledges it, and a peer that is new, reports a gap or has not acknowledged within
+ * {@code resend-after} gets a full snapshot in chunks. It starts by recovering the freshest replica of its region
+ * ({@link AdmissionRecovery}).
  */
 public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Command> {
 
@@ -59,14 +71,14 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record CancelBook(String requestId, long nonce) implements Command {}
 
-  public record Release(String requestId, long attempt, ActorRef<MutationResult> replyTo) implements Command {}
+  public record Release(String requestId, long attempt, ActorRef<MutationReply> replyTo) implements Command {}
 
-  public record MarkPrefillDone(String requestId, long attempt, ActorRef<MutationResult> replyTo)
+  public record MarkPrefillDone(String requestId, long attempt, ActorRef<MutationReply> replyTo)
       implements Command {}
 
-  public record Renew(String requestId, long attempt, ActorRef<MutationResult> replyTo) implements Command {}
+  public record Renew(String requestId, long attempt, ActorRef<MutationReply> replyTo) implements Command {}
 
-  public record GetState(ActorRef<ModelSnapshot> replyTo) implements Command {}
+  public record GetState(ActorRef<StateReply> replyTo) implements Command {}
 
   /** Sent by the actor's timer: expires leases and queued Books past their deadline. */
   public enum ExpireLeases implements Command {
@@ -78,13 +90,49 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     INSTANCE
   }
 
-  public record RegisterReply(Registered registered, RoutingError error) implements CborSerializable {}
+  /** Does nothing: sent through the region when a member left, so sharding restarts the actor without traffic. */
+  public enum Wake implements Command {
+    INSTANCE
+  }
 
-  public record DeregisterReply(int droppedBookings, RoutingError error) implements CborSerializable {}
+  /** Sent by the actor's replication timer: sends what changed to the region's other nodes. */
+  enum Flush implements Command {
+    INSTANCE
+  }
+
+  /** A peer applied everything up to {@code seq} of {@code epoch}. */
+  public record ReplicaAck(ActorRef<ReplicaNode.Command> peer, long epoch, long seq) implements Command {}
+
+  /** A peer missed a delta (or has not got this epoch's snapshot): it needs a full snapshot. */
+  public record SnapshotWanted(ActorRef<ReplicaNode.Command> peer, long epoch) implements Command {}
+
+  /** A peer's answer to a recovering actor: how fresh its copy is ({@code held} false: it has none). */
+  public record ReplicaStamp(ActorRef<ReplicaNode.Command> peer, long epoch, long seq, boolean held)
+      implements Command {}
+
+  /** One chunk of the copy a recovering actor pulled. */
+  public record RecoveryChunk(SnapshotChunk chunk) implements Command {}
+
+  /** Recovery's wait for stamps or chunks ended. */
+  enum RecoveryTimeout implements Command {
+    INSTANCE
+  }
+
+  /** {@code view}: the model's view after the call, for the relaying node to adopt before it answers. */
+  public record RegisterReply(Registered registered, ViewState view, RoutingError error) implements CborSerializable {}
+
+  public record DeregisterReply(int droppedBookings, ViewState view, RoutingError error) implements CborSerializable {}
 
   public record Ack(RoutingError error) implements CborSerializable {}
 
-  public record PolicyReply(String policy, long viewVersion, RoutingError error) implements CborSerializable {}
+  /** The outcome of a Release, MarkPrefillDone or Renew (with the booked rank's new load, for the relaying node). */
+  public record MutationReply(MutationResult result) implements CborSerializable {}
+
+  public record PolicyReply(String policy, long viewVersion, ViewState view, RoutingError error)
+      implements CborSerializable {}
+
+  /** The model's state, the address of the node hosting its actor and the last replication seq it sent. */
+  public record StateReply(ModelSnapshot snapshot, String hostNode, long replicationSeq) implements CborSerializable {}
 
   public record BookReply(BookingAnswer answer, RoutingError error) implements CborSerializable {}
 
@@ -94,33 +142,48 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
    */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
       Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals,
-      Consumer<String> forget) {}
+      Consumer<String> forget, ReplicationConfig replication, ReplicaPeers peers, String hostNode) {}
+
+  private static final Object FLUSH_TIMER = "flush";
+  private static final Object RESEND_TIMER = "resend";
+  /** Commands that arrive while the actor recovers wait here; beyond it they are dropped (their asks time out). */
+  static final int STASH_CAPACITY = 10_000;
 
   private final AdmissionState state;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
   private final LocalAdmissions locals;
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final Environment env;
+  private final TimerScheduler<Command> timers;
+  /** Replication to each peer's replica actor; a listed peer missing here gets a snapshot at the next flush. */
+  private final Map<ActorRef<ReplicaNode.Command>, PeerProgress> peers = new HashMap<>();
+  /** The seq of the last delta drained (this epoch). */
+  private long replicationSeq;
 
   /** @param shard the entity's shard, which passivates it */
   public static Behavior<Command> create(String model, ActorRef<ClusterSharding.ShardCommand> shard, Environment env) {
-    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
-      timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
-      return new ModelAdmission(ctx, model, shard, env);
-    }));
+    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY,
+        stash -> AdmissionRecovery.start(ctx, model, env, timers, stash,
+            state -> new ModelAdmission(ctx, shard, env, timers, state)))));
   }
 
-  private ModelAdmission(ActorContext<Command> context, String model, ActorRef<ClusterSharding.ShardCommand> shard,
-      Environment env) {
+  private ModelAdmission(ActorContext<Command> context, ActorRef<ClusterSharding.ShardCommand> shard,
+      Environment env, TimerScheduler<Command> timers, AdmissionState state) {
     super(context);
     this.locals = env.locals();
     this.shard = shard;
     this.env = env;
-    // attempt floor 0: attempts are time-ordered; a replicated ledger will hand a new incarnation its floor
-    this.state = new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
-        env.registry()::publish, 0);
-    locals.started(model, context.getSelf());
-    context.getLog().debug("admission for model '{}' started", model);
+    this.timers = timers;
+    this.state = state;
+    timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
+    state.setReplicationEnabled(env.replication().enabled());
+    if (env.replication().enabled()) {
+      // every peer is new to this incarnation: the first flush sends each a snapshot of this epoch
+      timers.startTimerWithFixedDelay(RESEND_TIMER, Flush.INSTANCE, env.replication().resendAfter());
+      scheduleFlush();
+    }
+    locals.started(state.model(), context.getSelf());
+    context.getLog().debug("admission for model '{}' started, epoch {}", state.model(), state.epoch());
   }
 
   @Override
@@ -132,12 +195,28 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(SetPolicy.class, this::onSetPolicy)
         .onMessage(Book.class, this::onBook)
         .onMessage(CancelBook.class, this::onCancelBook)
-        .onMessage(Release.class, m -> reply(m.replyTo(), state.release(m.requestId(), m.attempt())))
-        .onMessage(MarkPrefillDone.class, m -> reply(m.replyTo(), state.markPrefillDone(m.requestId(), m.attempt())))
-        .onMessage(Renew.class, m -> reply(m.replyTo(), state.renew(m.requestId(), m.attempt())))
-        .onMessage(GetState.class, m -> reply(m.replyTo(), state.snapshot()))
+        .onMessage(Release.class, m -> reply(m.replyTo(),
+            new MutationReply(state.release(m.requestId(), m.attempt()))))
+        .onMessage(MarkPrefillDone.class, m -> reply(m.replyTo(),
+            new MutationReply(state.markPrefillDone(m.requestId(), m.attempt()))))
+        .onMessage(Renew.class, m -> reply(m.replyTo(), new MutationReply(state.renew(m.requestId(), m.attempt()))))
+        .onMessage(GetState.class, m -> reply(m.replyTo(),
+            new StateReply(state.snapshot(), env.hostNode(), replicationSeq)))
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
-        .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
+        .onMessageEquals(Flush.INSTANCE, () -> {
+          flush();
+          return this;
+        })
+        .onMessage(ReplicaAck.class, this::onReplicaAck)
+        .onMessage(SnapshotWanted.class, this::onSnapshotWanted)
+        .onMessageEquals(Wake.INSTANCE, () -> this)
+        .onMessage(ReplicaStamp.class, m -> this)
+        .onMessage(RecoveryChunk.class, m -> this)
+        .onMessageEquals(RecoveryTimeout.INSTANCE, () -> this)
+        .onMessageEquals(Stop.INSTANCE, () -> {
+          flush();
+          return Behaviors.stopped();
+        })
         .onSignal(PostStop.class, signal -> {
           locals.stopped(state.model(), getContext().getSelf());
           return this;
@@ -159,9 +238,12 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
    */
   private Behavior<Command> afterCommand() {
     answerCompletions();
+    scheduleFlush();
     if (!state.isDisposable()) {
       return this;
     }
+    // the peers learn that the model is empty, and forget it
+    flush();
     ActorRef<Command> self = getContext().getSelf();
     // facades fall back to the region, which buffers commands while the shard passivates the actor
     locals.stopped(state.model(), self);
@@ -181,6 +263,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     return Behaviors.receive(Command.class)
         .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
         .onMessageEquals(ExpireLeases.INSTANCE, Behaviors::same)
+        .onMessageEquals(Flush.INSTANCE, Behaviors::same)
+        .onMessage(ReplicaAck.class, m -> Behaviors.same())
+        .onMessage(SnapshotWanted.class, m -> Behaviors.same())
         .onMessage(Command.class, command -> {
           region.tell(command);
           return Behaviors.same();
@@ -188,6 +273,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onSignal(PostStop.class, signal -> {
           locals.stopped(state.model(), getContext().getSelf());
           env.forget().accept(state.model());
+          // whatever copy this node kept from an earlier owner is older than what this incarnation held
+          env.peers().self().tell(new ReplicaNode.Forget(state.model()));
           return Behaviors.same();
         })
         .build();
@@ -195,17 +282,19 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private Behavior<Command> onRegister(Register m) {
     try {
-      return reply(m.replyTo(), new RegisterReply(state.register(m.config()), null));
+      Registered registered = state.register(m.config());
+      return reply(m.replyTo(), new RegisterReply(registered, state.viewState(), null));
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new RegisterReply(null, e.error()));
+      return reply(m.replyTo(), new RegisterReply(null, null, e.error()));
     }
   }
 
   private Behavior<Command> onDeregister(Deregister m) {
     try {
-      return reply(m.replyTo(), new DeregisterReply(state.deregister(m.workerId()), null));
+      int dropped = state.deregister(m.workerId());
+      return reply(m.replyTo(), new DeregisterReply(dropped, state.viewState(), null));
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new DeregisterReply(0, e.error()));
+      return reply(m.replyTo(), new DeregisterReply(0, null, e.error()));
     }
   }
 
@@ -221,9 +310,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private Behavior<Command> onSetPolicy(SetPolicy m) {
     try {
       long version = state.setPolicy(m.policy(), m.parameters());
-      return reply(m.replyTo(), new PolicyReply(state.view().policy().policy().wireName(), version, null));
+      return reply(m.replyTo(), new PolicyReply(state.view().policy().policy().wireName(), version,
+          state.viewState(), null));
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new PolicyReply(null, 0, e.error()));
+      return reply(m.replyTo(), new PolicyReply(null, 0, null, e.error()));
     }
   }
 
@@ -249,6 +339,102 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       getContext().getLog().info("model '{}': {} booking(s) expired on their lease", state.model(), expired);
     }
     return afterCommand();
+  }
+
+  // ---- replication
+
+  /** What this incarnation sent one peer and what the peer acknowledged (seqs of this epoch). */
+  private static final class PeerProgress {
+    long sentSeq;
+    long ackedSeq;
+    /** When the oldest delta not yet acknowledged was sent; 0 when all are. */
+    long waitingSinceMillis;
+    long snapshotSentAtMillis;
+    /** Snapshots sent since the peer last answered; each doubles the wait before the next. */
+    int unansweredSnapshots;
+    boolean wantsSnapshot;
+
+    boolean maySnapshot(long nowMillis, long resendAfterMillis) {
+      return nowMillis - snapshotSentAtMillis >= resendAfterMillis << Math.min(unansweredSnapshots, 5);
+    }
+
+    void sent(long seq, long nowMillis) {
+      if (sentSeq <= ackedSeq) {
+        waitingSinceMillis = nowMillis;
+      }
+      sentSeq = Math.max(sentSeq, seq);
+    }
+  }
+
+  private void scheduleFlush() {
+    if (env.replication().enabled() && !timers.isTimerActive(FLUSH_TIMER)) {
+      timers.startSingleTimer(FLUSH_TIMER, Flush.INSTANCE, env.replication().interval());
+    }
+  }
+
+  /**
+   * Sends what changed since the last flush to every listed peer that is in step, and a full snapshot (as of this
+   * delta) to a peer that is new, asked for one, or has left a delta unacknowledged for {@code resend-after} (at most
+   * one snapshot per peer per {@code resend-after}, twice that after a snapshot the peer did not answer, and so on up
+   * to 32 times: a peer that died is not sent a full copy every few hundred ms until it is removed).
+   */
+  private void flush() {
+    if (!env.replication().enabled()) {
+      return;
+    }
+    long now = env.clock().millis();
+    ReplicaDelta delta = state.drainReplicaDelta(now);
+    if (delta != null) {
+      replicationSeq = delta.seq();
+    }
+    Set<ActorRef<ReplicaNode.Command>> listed = env.peers().others();
+    peers.keySet().retainAll(listed);
+    long resendAfter = env.replication().resendAfter().toMillis();
+    List<ActorRef<ReplicaNode.Command>> behind = new ArrayList<>();
+    for (ActorRef<ReplicaNode.Command> peer : listed) {
+      PeerProgress progress = peers.get(peer);
+      boolean lagging = progress != null && progress.sentSeq > progress.ackedSeq
+          && now - progress.waitingSinceMillis >= resendAfter;
+      if (progress == null || ((progress.wantsSnapshot || lagging) && progress.maySnapshot(now, resendAfter))) {
+        behind.add(peer);
+      } else if (delta != null) {
+        peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf()));
+        progress.sent(delta.seq(), now);
+      }
+    }
+    if (behind.isEmpty()) {
+      return;
+    }
+    List<SnapshotChunk> chunks = state.replicaSnapshot(now, env.replication().maxChunkBytes());
+    for (ActorRef<ReplicaNode.Command> peer : behind) {
+      chunks.forEach(chunk -> peer.tell(new ReplicaNode.Chunk(chunk, getContext().getSelf())));
+      PeerProgress progress = peers.computeIfAbsent(peer, p -> new PeerProgress());
+      progress.wantsSnapshot = false;
+      progress.snapshotSentAtMillis = now;
+      progress.unansweredSnapshots++;
+      progress.sent(chunks.isEmpty() ? progress.sentSeq : chunks.get(0).seq(), now);
+    }
+  }
+
+  private Behavior<Command> onReplicaAck(ReplicaAck m) {
+    PeerProgress progress = peers.get(m.peer());
+    if (progress != null && m.epoch() == state.epoch() && m.seq() > progress.ackedSeq) {
+      progress.ackedSeq = m.seq();
+      progress.unansweredSnapshots = 0;
+      // the peer made progress: its next wait starts now
+      progress.waitingSinceMillis = progress.ackedSeq >= progress.sentSeq ? 0 : env.clock().millis();
+    }
+    return this;
+  }
+
+  private Behavior<Command> onSnapshotWanted(SnapshotWanted m) {
+    PeerProgress progress = peers.get(m.peer());
+    if (progress != null && m.epoch() == state.epoch()) {
+      progress.wantsSnapshot = true;
+      progress.unansweredSnapshots = 0;
+      scheduleFlush();
+    }
+    return this;
   }
 
   /** Answers queued Books that the last command decided. */

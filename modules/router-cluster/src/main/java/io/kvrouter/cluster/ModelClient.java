@@ -2,11 +2,14 @@ package io.kvrouter.cluster;
 
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.admission.LoadUpdate;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.admission.Registered;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.replication.Staleness;
+import io.kvrouter.core.replication.ViewState;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
@@ -33,8 +36,13 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 
 /**
  * The per-model facade. {@link #selectWithoutAdmission} runs inline on the caller's thread from the node's view and
- * never enters the mailbox; everything that changes state goes to the model's admission actor, with ask timeouts
- * taken from the caller's remaining deadline.
+ * never enters the mailbox; everything that changes state goes to the model's admission actor (straight to it while
+ * it runs on this node, else through the shard region), with ask timeouts taken from the caller's remaining deadline.
+ *
+ * <p>Read-your-writes: a Book, Release, MarkPrefillDone or Renew answer carries the booked rank's new load record,
+ * which this facade writes into its node's view (when the view is of the answer's epoch; cells keep the newest record)
+ * before it completes, so the caller's next Select on this node sees its own booking. A Register, Deregister or
+ * SetPolicy reply carries the new view, which this node adopts before the call completes.
  */
 public final class ModelClient {
   /** Continuations are one cheap mapping each: run them on the thread that completes the ask. */
@@ -50,10 +58,17 @@ public final class ModelClient {
   /** The clock as the selection reads it: lazily, only to check a heartbeat. */
   private final LongSupplier millis;
   private final AdmissionConfig config;
+  private final NodeReplicas replicas;
+  /** This node's address and region, as {@link #state} reports them. */
+  private final String selfAddress;
+  private final String region;
 
   ModelClient(String model, EntityRef<ModelAdmission.Command> entity,
       AtomicReference<ActorRef<ModelAdmission.Command>> local, Scheduler scheduler, AtomicReference<SelectionView> view,
-      Clock clock, AdmissionConfig config) {
+      Clock clock, AdmissionConfig config, NodeReplicas replicas, String selfAddress, String region) {
+    this.replicas = replicas;
+    this.selfAddress = selfAddress;
+    this.region = region;
     this.model = model;
     this.entity = entity;
     this.local = local;
@@ -137,7 +152,7 @@ public final class ModelClient {
             result.completeExceptionally(mapFailure(failure, remaining));
           } else if (reply.error() != null) {
             result.completeExceptionally(reply.error().toException());
-          } else if (!result.complete(reply.answer())) {
+          } else if (!result.complete(applied(reply.answer()))) {
             // the caller cancelled while the ask was in flight: undo the booking made for it
             result.cancelBook.run();
           }
@@ -154,22 +169,48 @@ public final class ModelClient {
     if (!isKnown()) {
       return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
     }
-    return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.Release(requestId, attempt, replyTo), remaining, Function.identity());
+    return this.<ModelAdmission.MutationReply, MutationResult>ask(
+        replyTo -> new ModelAdmission.Release(requestId, attempt, replyTo), remaining, this::applied);
   }
 
   public CompletionStage<MutationResult> markPrefillDone(String requestId, long attempt, Duration remaining) {
     if (!isKnown()) {
       return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
     }
-    return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.MarkPrefillDone(requestId, attempt, replyTo), remaining,
-        Function.identity());
+    return this.<ModelAdmission.MutationReply, MutationResult>ask(
+        replyTo -> new ModelAdmission.MarkPrefillDone(requestId, attempt, replyTo), remaining, this::applied);
   }
 
   public CompletionStage<MutationResult> renew(String requestId, long attempt, Duration remaining) {
     if (!isKnown()) {
       return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
     }
-    return this.<MutationResult, MutationResult>ask(replyTo -> new ModelAdmission.Renew(requestId, attempt, replyTo), remaining, Function.identity());
+    return this.<ModelAdmission.MutationReply, MutationResult>ask(
+        replyTo -> new ModelAdmission.Renew(requestId, attempt, replyTo), remaining, this::applied);
+  }
+
+  private BookingAnswer applied(BookingAnswer answer) {
+    apply(new LoadUpdate(answer.epoch(), answer.selection().rank(), answer.selection().load()));
+    return answer;
+  }
+
+  private MutationResult applied(ModelAdmission.MutationReply reply) {
+    MutationResult result = reply.result();
+    if (result.load() != null) {
+      apply(result.load());
+    }
+    return result;
+  }
+
+  /** Writes a load record the actor answered into this node's view, if the view is of the same incarnation. */
+  private void apply(LoadUpdate update) {
+    SelectionView current = view.get();
+    if (current != null && current.epoch() == update.epoch()) {
+      int index = current.indexOf(update.rank());
+      if (index >= 0) {
+        current.cell(index).apply(update.load());
+      }
+    }
   }
 
   /**
@@ -178,11 +219,11 @@ public final class ModelClient {
    * incarnation with it, whereas one sent straight to the actor could land after its stop and be lost.
    */
   public CompletionStage<Registered> register(WorkerConfig worker, Duration remaining) {
-    CompletableFuture<Registered> result = new CompletableFuture<>();
+    CompletableFuture<ModelAdmission.RegisterReply> reply = new CompletableFuture<>();
     entity.<ModelAdmission.RegisterReply>ask(replyTo -> new ModelAdmission.Register(worker, replyTo),
-        askTimeout(remaining)).whenCompleteAsync(complete(result, remaining,
-            reply -> unwrap(reply.error(), reply.registered())), SAME_THREAD);
-    return result;
+        askTimeout(remaining)).whenCompleteAsync(complete(reply, remaining, Function.identity()), SAME_THREAD);
+    return adoptingView(reply, ModelAdmission.RegisterReply::view,
+        r -> unwrap(r.error(), r.registered()));
   }
 
   /** Returns how many live bookings were dropped with the worker. */
@@ -190,8 +231,30 @@ public final class ModelClient {
     if (!isKnown()) {
       return CompletableFuture.failedFuture(WorkerConfig.unknownWorker(model, workerId));
     }
-    return this.<ModelAdmission.DeregisterReply, Integer>ask(replyTo -> new ModelAdmission.Deregister(workerId, replyTo), remaining,
-        reply -> unwrap(reply.error(), reply.droppedBookings()));
+    return adoptingView(this.<ModelAdmission.DeregisterReply, ModelAdmission.DeregisterReply>ask(
+            replyTo -> new ModelAdmission.Deregister(workerId, replyTo), remaining, Function.identity()),
+        ModelAdmission.DeregisterReply::view, reply -> unwrap(reply.error(), reply.droppedBookings()));
+  }
+
+  /** Completes with {@code onReply} of the reply once this node has adopted the view the reply carried. */
+  private <R, T> CompletionStage<T> adoptingView(CompletionStage<R> reply, Function<R, ViewState> view,
+      Function<R, T> onReply) {
+    CompletableFuture<T> result = new CompletableFuture<>();
+    reply.whenComplete((r, failure) -> {
+      if (failure != null) {
+        result.completeExceptionally(failure);
+        return;
+      }
+      // the call took effect whether or not the view could be adopted here (replication brings it anyway)
+      replicas.adopt(view.apply(r)).whenComplete((adopted, ignored) -> {
+        try {
+          result.complete(onReply.apply(r));
+        } catch (RuntimeException e) {
+          result.completeExceptionally(e);
+        }
+      });
+    });
+    return result;
   }
 
   public CompletionStage<Void> reportLoad(String workerId, List<RankReport> ranks, Duration remaining) {
@@ -207,16 +270,34 @@ public final class ModelClient {
     if (!isKnown()) {
       return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
     }
-    return this.<ModelAdmission.PolicyReply, ModelAdmission.PolicyReply>ask(replyTo -> new ModelAdmission.SetPolicy(policy, parameters, replyTo), remaining,
-        reply -> unwrap(reply.error(), reply));
+    return adoptingView(this.<ModelAdmission.PolicyReply, ModelAdmission.PolicyReply>ask(
+            replyTo -> new ModelAdmission.SetPolicy(policy, parameters, replyTo), remaining, Function.identity()),
+        ModelAdmission.PolicyReply::view, reply -> unwrap(reply.error(), reply));
   }
 
-  /** The model's admission state, read through the actor. */
-  public CompletionStage<ModelSnapshot> state(Duration remaining) {
+  /**
+   * The model's admission state, read through the actor, with the node hosting it, this node's region and this
+   * node's staleness (none when the actor runs here).
+   */
+  public CompletionStage<ModelStateReport> state(Duration remaining) {
     if (!isKnown()) {
       return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
     }
-    return this.<ModelSnapshot, ModelSnapshot>ask(ModelAdmission.GetState::new, remaining, Function.identity());
+    return this.<ModelAdmission.StateReply, ModelAdmission.StateReply>ask(ModelAdmission.GetState::new, remaining,
+        Function.identity()).thenCompose(reply -> {
+          ModelSnapshot snapshot = reply.snapshot();
+          if (reply.hostNode().equals(selfAddress)) {
+            return CompletableFuture.completedFuture(new ModelStateReport(snapshot, reply.hostNode(), region,
+                new Staleness(snapshot.epoch(), snapshot.viewVersion(), reply.replicationSeq(), 0, 0, false)));
+          }
+          return replicas.staleness(model).thenApply(staleness ->
+              new ModelStateReport(snapshot, reply.hostNode(), region, staleness));
+        });
+  }
+
+  /** The snapshot of the model's admission state alone. */
+  public CompletionStage<ModelSnapshot> snapshot(Duration remaining) {
+    return state(remaining).thenApply(ModelStateReport::snapshot);
   }
 
   private <R, T> CompletionStage<T> ask(org.apache.pekko.japi.function.Function<ActorRef<R>, ModelAdmission.Command>

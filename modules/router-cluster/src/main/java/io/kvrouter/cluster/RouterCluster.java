@@ -12,19 +12,21 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
 import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
 import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
 
 /**
  * A node's routing layer: the admission entity type on Cluster Sharding (passivation off, its own dispatcher), the
- * node-local view registry and one {@link ModelClient} per model.
+ * node's replica actor ({@link ReplicaNode}), the node-local view registry and one {@link ModelClient} per model.
  */
 public final class RouterCluster {
   /** Wraps each admission actor's behaviour; production runs it as it is (tests add probes through this seam). */
@@ -42,12 +44,16 @@ public final class RouterCluster {
   private final Map<String, ModelKvIndex> kvIndexes;
   private final KvEventFanout kvEvents;
   private final String region;
+  private final NodeReplicas replicas;
+  private final String selfAddress;
   /** Facades of the models this node has a view of; dropped when the model's actor passivates. */
   private final Map<String, ModelClient> clients;
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
       Clock clock, AdmissionConfig config, Map<String, ModelKvIndex> kvIndexes, Map<String, ModelClient> clients,
-      KvEventFanout kvEvents, String region) {
+      KvEventFanout kvEvents, String region, NodeReplicas replicas, String selfAddress) {
+    this.replicas = replicas;
+    this.selfAddress = selfAddress;
     this.sharding = sharding;
     this.registry = registry;
     this.locals = locals;
@@ -84,6 +90,7 @@ public final class RouterCluster {
   /** As {@link #init(ActorSystem, Clock)}, every admission actor wrapped by {@code decorator}. */
   public static RouterCluster init(ActorSystem<?> system, Clock clock, AdmissionDecorator decorator) {
     AdmissionConfig config = AdmissionConfig.fromConfig(system.settings().config());
+    ReplicationConfig replication = ReplicationConfig.fromConfig(system.settings().config());
     ViewRegistry registry = ViewRegistry.get(system);
     ConcurrentHashMap<String, ModelKvIndex> kvIndexes = new ConcurrentHashMap<>();
     Function<String, ModelKvIndex> kvIndex = model -> kvIndexes.computeIfAbsent(model,
@@ -97,8 +104,18 @@ public final class RouterCluster {
       kvIndexes.remove(model);
       locals.forget(model);
     };
+    Member self = org.apache.pekko.cluster.typed.Cluster.get(system).selfMember();
+    String region = self.dataCenter();
+    String selfAddress = self.address().toString();
+    ReplicaPeers peers = new ReplicaPeers();
+    ActorRef<ReplicaNode.Command> replicaNode = system.systemActorOf(ReplicaNode.create(new ReplicaNode.Environment(
+            region, clock, config.expiryInterval(), config.settings().heartbeatTimeout().toMillis(),
+            replication.maxChunkBytes(), registry, kvIndex::apply, locals::hosts, forget, peers)),
+        // beside the admission actors, so a busy gRPC dispatcher never delays what replicas apply
+        "kvrouter-replicas", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
+    peers.bind(replicaNode);
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, locals, forget);
+        config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress);
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle. An
     // actor passivates itself once its model holds nothing (ModelAdmission.afterCommand).
@@ -108,9 +125,11 @@ public final class RouterCluster {
         .withSettings(settings)
         .withStopMessage(ModelAdmission.Stop.INSTANCE)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
+    NodeReplicas replicas = new NodeReplicas(replicaNode, registry, system.scheduler(), config.askTimeout());
     RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndexes,
-        clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock(), clock::millis),
-        org.apache.pekko.cluster.typed.Cluster.get(system).selfMember().dataCenter());
+        clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock(), clock::millis), region,
+        replicas,
+        selfAddress);
     Holder.ID.apply(system).node = node;
     return node;
   }
@@ -149,11 +168,11 @@ public final class RouterCluster {
     SelectionView view = registry.view(model);
     if (view == null || view.isEmpty()) {
       return new ModelClient(model, sharding.entityRefFor(ModelAdmission.ENTITY_KEY, model), new AtomicReference<>(),
-          scheduler, new AtomicReference<>(), clock, config);
+          scheduler, new AtomicReference<>(), clock, config, replicas, selfAddress, region);
     }
     return clients.computeIfAbsent(model, m -> new ModelClient(m,
         sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), locals.slot(m), scheduler, registry.slot(m), clock,
-        config));
+        config, replicas, selfAddress, region));
   }
 
   /** Every model this node keeps anything for (facade, view slot, KV index, local-actor slot), even an empty one. */

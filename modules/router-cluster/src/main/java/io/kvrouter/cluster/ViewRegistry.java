@@ -9,8 +9,10 @@ import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
 
 /**
- * The node's views, one {@code AtomicReference<SelectionView>} per model. Admission actors on this node publish into
- * it; inline Selects read from it without touching any actor.
+ * The node's views, one {@code AtomicReference<SelectionView>} per model. The admission actor of a model hosted here
+ * and the node's replica of a model hosted elsewhere publish into it; inline Selects read from it without touching
+ * any actor. A view replaces the current one only if it is newer by {@code (epoch, version)}, whoever publishes it:
+ * a late message of an old incarnation never overwrites its successor's view.
  */
 public final class ViewRegistry implements Extension {
   private final ConcurrentHashMap<String, AtomicReference<SelectionView>> views = new ConcurrentHashMap<>();
@@ -40,8 +42,18 @@ public final class ViewRegistry implements Extension {
     views.remove(model);
   }
 
-  public void publish(SelectionView view) {
-    slot(view.model()).set(view);
+  /** Installs {@code view} if it is newer than the model's current view; returns whether it did. */
+  public boolean publish(SelectionView view) {
+    AtomicReference<SelectionView> slot = slot(view.model());
+    while (true) {
+      SelectionView current = slot.get();
+      if (!view.isNewerThan(current)) {
+        return false;
+      }
+      if (slot.compareAndSet(current, view)) {
+        return true;
+      }
+    }
   }
 
   /** Models with at least one registered worker, sorted. */

@@ -41,7 +41,7 @@ class PassivationTest {
       ActorRef<ModelAdmission.Command> actor = client.localAdmission();
       assertThat(actor).isNotNull();
       for (int i = 0; i < 2; i++) {
-        join(AskPattern.<ModelAdmission.Command, ModelSnapshot>ask(actor, ModelAdmission.GetState::new,
+        join(AskPattern.<ModelAdmission.Command, ModelAdmission.StateReply>ask(actor, ModelAdmission.GetState::new,
             TestCluster.TIMEOUT, cluster.kit.system().scheduler()));
       }
       assertThat(client.localAdmission()).isEqualTo(actor);

@@ -71,7 +71,7 @@ final class TestCluster implements AutoCloseable {
   }
 
   ModelSnapshot state(ModelClient client) {
-    return join(client.state(null));
+    return join(client.snapshot(null));
   }
 
   static <T> T join(java.util.concurrent.CompletionStage<T> stage) {

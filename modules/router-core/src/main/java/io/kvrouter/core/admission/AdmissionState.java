@@ -9,6 +9,13 @@ import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.policy.PolicyConfig;
 import io.kvrouter.core.policy.Scorers;
+import io.kvrouter.core.replication.RankRecord;
+import io.kvrouter.core.replication.RecoveredState;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.ReplicationLog;
+import io.kvrouter.core.replication.SnapshotChunk;
+import io.kvrouter.core.replication.SnapshotChunks;
+import io.kvrouter.core.replication.ViewState;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.LoadProjection;
@@ -17,10 +24,13 @@ import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 
 /**
@@ -32,34 +42,107 @@ import java.util.function.Consumer;
  *
  * <p>A Book carries a nonce so a caller that gave up can cancel exactly what it made. Queued Books that get decided
  * later surface as {@link Completion}s.
+ *
+ * <p>Every incarnation has an {@link #epoch()} that orders its views, load records and replication sequence numbers
+ * above the previous incarnation's. What changes is recorded in a {@link ReplicationLog} and drained as
+ * {@link ReplicaDelta}s ({@link #drainReplicaDelta}) or cut into a full copy ({@link #replicaSnapshot}); a state
+ * {@link #recover recovered} from a replica's copy starts in recovery mode (see {@link #recovering()}).
  */
 public final class AdmissionState {
   private final String model;
   private final AdmissionSettings settings;
   private final Clock clock;
+  private final long epoch;
   private final KvOverlapSource overlapSource;
   private final ActivePrefixIndex activePrefix = new ActivePrefixIndex();
+  private final ReplicationLog replication;
   private final Membership membership;
   private final BookingLedger ledger;
   private final PendingQueue queue = new PendingQueue();
   private final Candidates scratch = new Candidates();
   private long expiredBookings;
+  /** Recovery mode: the recovered workers that have not reported load yet; null once recovery is over. */
+  private Set<String> awaitingReport;
+  /** Recovery mode: the workers that reported load since recovery began (the only ones a Book may reach). */
+  private Set<String> reportedSinceRecovery;
+  private long recoveryEndsAtMillis;
 
   /**
+   * A fresh state.
+   *
    * @param publisher receives every new view (the node-local registry); called before the command that caused it
    *     is answered
    * @param attemptFloor the highest attempt an earlier incarnation of this model's state issued (0: none); every
    *     attempt this state issues is above it
+   * @param epoch this incarnation's epoch (a fresh one takes the clock's millis)
    */
   public AdmissionState(String model, AdmissionSettings settings, Clock clock, KvOverlapSource overlapSource,
+      Consumer<SelectionView> publisher, long attemptFloor, long epoch) {
+    this(model, settings, clock, overlapSource, publisher, epoch, new BookingLedger(attemptFloor), null);
+  }
+
+  /** A fresh state whose epoch is the clock's millis. */
+  public AdmissionState(String model, AdmissionSettings settings, Clock clock, KvOverlapSource overlapSource,
       Consumer<SelectionView> publisher, long attemptFloor) {
+    this(model, settings, clock, overlapSource, publisher, attemptFloor, clock.millis());
+  }
+
+  /** @param recoveredView the membership to start from (published by the caller once loads are restored), or null */
+  private AdmissionState(String model, AdmissionSettings settings, Clock clock, KvOverlapSource overlapSource,
+      Consumer<SelectionView> publisher, long epoch, BookingLedger ledger, ViewState recoveredView) {
     this.model = model;
     this.settings = settings;
     this.clock = clock;
+    this.epoch = epoch;
     this.overlapSource = overlapSource;
-    this.membership = new Membership(model, settings.heartbeatTimeout().toMillis(), overlapSource, activePrefix,
-        publisher);
-    this.ledger = new BookingLedger(attemptFloor);
+    this.replication = new ReplicationLog(model, epoch);
+    long heartbeatTimeout = settings.heartbeatTimeout().toMillis();
+    this.membership = recoveredView == null
+        ? Membership.fresh(model, epoch, heartbeatTimeout, overlapSource, activePrefix, publisher, replication)
+        : Membership.of(recoveredView, heartbeatTimeout, overlapSource, activePrefix, publisher, replication);
+    this.ledger = ledger;
+    ledger.replicateTo(replication);
+  }
+
+  /**
+   * A new incarnation built from a replica's copy: epoch {@code max(recovered epoch + 1, clock)}; the recovered
+   * workers and policy; the ledger rebuilt (attempts above the recovered highest); every rank's booked load
+   * recomputed from the recovered bookings (not taken from the replicated records); the last engine reports carried;
+   * the active-prefix index and the overlap source fed from the recovered bookings. It starts in recovery mode
+   * ({@link #recovering()}) for at most {@code recoveryWindow}.
+   */
+  public static AdmissionState recover(String model, AdmissionSettings settings, Clock clock,
+      KvOverlapSource overlap, Consumer<SelectionView> publisher, RecoveredState recovered, Duration recoveryWindow) {
+    ViewState old = recovered.view();
+    long epoch = Math.max(old.epoch() + 1, clock.millis());
+    ViewState view = new ViewState(model, epoch, 1, old.workers(), old.policy(), old.parameters());
+    AdmissionState state = new AdmissionState(model, settings, clock, overlap, publisher, epoch,
+        new BookingLedger(recovered.ledger()), view);
+    state.restore(recovered.loads(), recoveryWindow);
+    return state;
+  }
+
+  private void restore(List<RankRecord> loads, Duration recoveryWindow) {
+    long now = clock.millis();
+    for (Booking booking : new ArrayList<>(ledger.all())) {
+      if (membership.cell(booking.rank) == null) {
+        ledger.close(booking); // cannot happen in a consistent copy: a worker's bookings leave with it
+        continue;
+      }
+      membership.addLoad(booking.rank, 1, booking.heldPrefillTokens(), booking.decodeBlocks);
+      activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
+      overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
+    }
+    for (RankRecord load : loads) {
+      membership.restoreReport(load.rank(), load.reported());
+    }
+    membership.publish();
+    awaitingReport = new HashSet<>();
+    for (WorkerConfig worker : membership.workers()) {
+      awaitingReport.add(worker.workerId());
+    }
+    reportedSinceRecovery = new HashSet<>();
+    recoveryEndsAtMillis = now + recoveryWindow.toMillis();
   }
 
   public AdmissionState(String model, AdmissionSettings settings, Clock clock) {
@@ -72,6 +155,58 @@ public final class AdmissionState {
 
   public String model() {
     return model;
+  }
+
+  /** This incarnation's epoch: its views, load records and replication sequence numbers are ordered by it first. */
+  public long epoch() {
+    return epoch;
+  }
+
+  /**
+   * Recovery mode, which a recovered state starts in: a Book may reach only workers that reported load since
+   * recovery began (none: UNAVAILABLE {@code RECOVERING}). It ends once every recovered worker has reported (or left)
+   * or the recovery window has passed.
+   */
+  public boolean recovering() {
+    if (awaitingReport == null) {
+      return false;
+    }
+    if (awaitingReport.isEmpty() || clock.millis() >= recoveryEndsAtMillis) {
+      awaitingReport = null;
+      reportedSinceRecovery = null;
+      return false;
+    }
+    return true;
+  }
+
+  // ---- replication
+
+  /** Membership, configs and policy as of the current view. */
+  public ViewState viewState() {
+    return membership.viewState();
+  }
+
+  /**
+   * Turns recording of changes for replication on or off (on by default): off, {@link #drainReplicaDelta} answers
+   * null and Books skip the bookkeeping, which is how the bench measures what replication costs the owner.
+   */
+  public void setReplicationEnabled(boolean enabled) {
+    replication.setEnabled(enabled);
+  }
+
+  /** What changed since the previous delta (seq + 1), or null when nothing did. */
+  public ReplicaDelta drainReplicaDelta(long nowMillis) {
+    return replication.drain(nowMillis, membership::viewState, membership::rankRecord, ledger.highestAttempt());
+  }
+
+  /**
+   * A full copy as of the last drained seq, in chunks of at most {@code maxChunkBytes} estimated bytes
+   * ({@link SnapshotChunks}). Callers drain first: changes not yet drained would be in the copy and again in the
+   * next delta (harmless, since a delta applied over them changes nothing, but the copy would not be "as of seq").
+   */
+  public List<SnapshotChunk> replicaSnapshot(long nowMillis, int maxChunkBytes) {
+    return SnapshotChunks.cut(model, epoch, replication.seq(), nowMillis, membership.viewState(),
+        membership.rankRecords(), ledger.snapshot().bookings(), ledger.highestAttempt(), maxChunkBytes);
   }
 
   /** The ledger's bookings and highest attempt, e.g. to hand a later incarnation its attempt floor. */
@@ -103,6 +238,10 @@ public final class AdmissionState {
   /** Removes a worker and the live bookings on it; returns how many bookings were dropped. */
   public int deregister(String workerId) {
     membership.deregister(workerId);
+    if (awaitingReport != null) {
+      awaitingReport.remove(workerId);
+      reportedSinceRecovery.remove(workerId);
+    }
     activePrefix.removeWorker(workerId);
     overlapSource.removeWorker(workerId);
     int dropped = ledger.dropWorker(workerId);
@@ -112,6 +251,10 @@ public final class AdmissionState {
 
   public void reportLoad(String workerId, List<RankReport> ranks) {
     membership.reportLoad(workerId, ranks, clock.millis());
+    if (awaitingReport != null) {
+      awaitingReport.remove(workerId);
+      reportedSinceRecovery.add(workerId);
+    }
     dispatch();
   }
 
@@ -163,7 +306,7 @@ public final class AdmissionState {
     SelectionView view = view();
     SelectionResult selection;
     try {
-      selection = Selector.select(view, request, scratch, now);
+      selection = Selector.select(view, admissible(request), scratch, now);
     } catch (RoutingException e) {
       return new BookOutcome.Rejected(e.error());
     }
@@ -177,9 +320,40 @@ public final class AdmissionState {
     return new BookOutcome.Booked(answer(booking, false));
   }
 
-  private static BookingAnswer answer(Booking booking, boolean replay) {
-    return new BookingAnswer(booking.selection, booking.requestId, booking.attempt, replay, booking.queuedMicros,
-        booking.leaseExpiresAtMillis);
+  /**
+   * {@code request} as recovery mode allows it: limited (through its allowed workers, so selection keeps one copy
+   * of its rules) to the workers that reported since recovery began; unchanged outside recovery.
+   *
+   * @throws RoutingException UNAVAILABLE {@code RECOVERING} when no worker the request may reach has reported yet
+   */
+  private SelectionRequest admissible(SelectionRequest request) {
+    if (!recovering()) {
+      return request;
+    }
+    String pinned = request.pinnedWorker();
+    Set<String> allowed = new HashSet<>(reportedSinceRecovery);
+    if (!request.allowedWorkers().isEmpty()) {
+      allowed.retainAll(request.allowedWorkers());
+    }
+    if (allowed.isEmpty() || (pinned != null && !reportedSinceRecovery.contains(pinned))) {
+      throw RoutingError.unavailable(RoutingError.RECOVERING, "model '" + RoutingError.echo(model)
+          + "' is recovering its admission state: no worker it may book has reported load since; retry shortly")
+          .toException();
+    }
+    return new SelectionRequest(request.model(), request.requestId(), request.blockHashes(), request.islTokens(),
+        request.expectedOutputTokens(), pinned, request.pinnedDpRank(), allowed, request.priority(),
+        request.temperature(), request.overlapCredit(), request.prefillLoadScale());
+  }
+
+  /**
+   * A replay carries the rank's load now, not at booking time: the booking may come from an earlier incarnation,
+   * whose load records are numbered differently, and a relaying node applies the answer's load to its view.
+   */
+  private BookingAnswer answer(Booking booking, boolean replay) {
+    SelectionResult selection = replay
+        ? booking.selection.withLoad(membership.cell(booking.rank).booked()) : booking.selection;
+    return new BookingAnswer(selection, booking.requestId, booking.attempt, replay, booking.queuedMicros,
+        booking.leaseExpiresAtMillis, epoch);
   }
 
   // ---- fenced mutations
@@ -189,9 +363,9 @@ public final class AdmissionState {
     if (booking == null) {
       return MutationResult.NOT_APPLIED;
     }
-    free(booking);
+    RankLoad after = free(booking);
     dispatch();
-    return new MutationResult(true, 0);
+    return new MutationResult(true, 0, new LoadUpdate(epoch, booking.rank, after));
   }
 
   /** Drops the booking's prefill load (blocks stay) and renews its lease; a second call changes nothing. */
@@ -200,11 +374,10 @@ public final class AdmissionState {
     if (booking == null || booking.prefillDone) {
       return MutationResult.NOT_APPLIED;
     }
-    membership.addLoad(booking.rank, 0, -booking.prefillTokens, 0);
-    booking.prefillDone = true;
-    booking.leaseExpiresAtMillis = clock.millis() + settings.lease().toMillis();
+    RankLoad after = membership.addLoad(booking.rank, 0, -booking.prefillTokens, 0);
+    ledger.markPrefillDone(booking, clock.millis() + settings.lease().toMillis());
     dispatch();
-    return new MutationResult(true, booking.leaseExpiresAtMillis);
+    return new MutationResult(true, booking.leaseExpiresAtMillis, new LoadUpdate(epoch, booking.rank, after));
   }
 
   public MutationResult renew(String requestId, long attempt) {
@@ -212,8 +385,8 @@ public final class AdmissionState {
     if (booking == null) {
       return MutationResult.NOT_APPLIED;
     }
-    booking.leaseExpiresAtMillis = clock.millis() + settings.lease().toMillis();
-    return new MutationResult(true, booking.leaseExpiresAtMillis);
+    ledger.renew(booking, clock.millis() + settings.lease().toMillis());
+    return new MutationResult(true, booking.leaseExpiresAtMillis, null);
   }
 
   /**
@@ -230,10 +403,11 @@ public final class AdmissionState {
     return queue.cancel(requestId, nonce);
   }
 
-  private void free(Booking booking) {
+  /** Closes the booking and takes its load off its rank; returns the rank's load after. */
+  private RankLoad free(Booking booking) {
     ledger.close(booking);
     activePrefix.remove(booking.rank, booking.attempt);
-    membership.addLoad(booking.rank, -1, -booking.heldPrefillTokens(), -booking.decodeBlocks);
+    return membership.addLoad(booking.rank, -1, -booking.heldPrefillTokens(), -booking.decodeBlocks);
   }
 
   /** Expires bookings past their lease and queued Books past their deadline; returns the number of bookings expired. */
@@ -257,7 +431,7 @@ public final class AdmissionState {
   private boolean allCandidatesBusy(SelectionRequest request, long now) {
     SelectionView view = view();
     try {
-      LoadProjection.projectWorkerLoads(view, request, scratch, now);
+      LoadProjection.projectWorkerLoads(view, admissible(request), scratch, now);
     } catch (RoutingException e) {
       return false; // selecting it reports the error
     }
@@ -323,6 +497,6 @@ public final class AdmissionState {
       workerList.add(new ModelSnapshot.WorkerSnapshot(worker, available, ranks));
     }
     return new ModelSnapshot(model, policy.policy().wireName(), policy.toParameters(), membership.viewVersion(),
-        view().blockSize(), workerList, bookingList, queue.size(), expiredBookings);
+        view().blockSize(), workerList, bookingList, queue.size(), expiredBookings, epoch, recovering());
   }
 }

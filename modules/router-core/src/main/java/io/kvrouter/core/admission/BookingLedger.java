@@ -1,6 +1,8 @@
 package io.kvrouter.core.admission;
 
 import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.replication.BookingChange;
+import io.kvrouter.core.replication.ReplicationLog;
 import io.kvrouter.core.selection.SelectionResult;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -12,11 +14,13 @@ import java.util.List;
 /**
  * A model's live bookings by request id, and the attempt ids that fence them. Every mutation of a booking is fenced
  * by (request_id, attempt); attempts are unique per model across incarnations: each ledger issues attempts above the
- * floor it was built with. Single-threaded (the admission actor's); it can be snapshotted and rebuilt.
+ * floor it was built with. Single-threaded (the admission actor's); it can be snapshotted and rebuilt. Every
+ * booking opened, changed or closed is told to the {@link ReplicationLog} it replicates to, if any.
  */
 public final class BookingLedger {
   private final LinkedHashMap<String, Booking> bookings = new LinkedHashMap<>();
   private final AttemptIds attempts;
+  private ReplicationLog log;
 
   /** An empty ledger whose attempts lie above {@code attemptFloor} (0: none issued before). */
   public BookingLedger(long attemptFloor) {
@@ -35,14 +39,23 @@ public final class BookingLedger {
     }
   }
 
+  /** From now on, every booking opened, changed or closed is recorded in {@code replicationLog}. */
+  void replicateTo(ReplicationLog replicationLog) {
+    this.log = replicationLog;
+  }
+
   public LedgerSnapshot snapshot() {
     List<LedgerSnapshot.Entry> entries = new ArrayList<>(bookings.size());
     for (Booking b : bookings.values()) {
-      entries.add(new LedgerSnapshot.Entry(b.requestId, b.attempt, b.rank, b.prefillTokens, b.decodeBlocks,
-          b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, b.nonce, b.prefillDone,
-          b.leaseExpiresAtMillis));
+      entries.add(entry(b));
     }
     return new LedgerSnapshot(entries, attempts.last());
+  }
+
+  private static LedgerSnapshot.Entry entry(Booking b) {
+    return new LedgerSnapshot.Entry(b.requestId, b.attempt, b.rank, b.prefillTokens, b.decodeBlocks,
+        b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, b.nonce, b.prefillDone,
+        b.leaseExpiresAtMillis);
   }
 
   boolean isEmpty() {
@@ -71,19 +84,44 @@ public final class BookingLedger {
     Booking booking = new Booking(requestId, attempts.next(nowMillis), rank, prefillTokens, decodeBlocks, nowMillis,
         queuedMicros, selection, nonce, leaseExpiresAtMillis, sequenceHashes);
     bookings.put(requestId, booking);
+    if (log != null && log.isEnabled()) {
+      log.opened(entry(booking));
+    }
     return booking;
+  }
+
+  /** Marks the booking's prefill done and sets its new lease. */
+  void markPrefillDone(Booking booking, long leaseExpiresAtMillis) {
+    booking.prefillDone = true;
+    renew(booking, leaseExpiresAtMillis);
+  }
+
+  void renew(Booking booking, long leaseExpiresAtMillis) {
+    booking.leaseExpiresAtMillis = leaseExpiresAtMillis;
+    if (log != null && log.isEnabled()) {
+      log.changed(new BookingChange(booking.requestId, booking.attempt, booking.prefillDone, leaseExpiresAtMillis));
+    }
   }
 
   void close(Booking booking) {
     bookings.remove(booking.requestId);
+    closed(booking);
+  }
+
+  private void closed(Booking booking) {
+    if (log != null) {
+      log.closed(booking.requestId, booking.attempt);
+    }
   }
 
   /** Drops every booking on a worker's ranks; returns how many. */
   int dropWorker(String workerId) {
     int dropped = 0;
     for (Iterator<Booking> it = bookings.values().iterator(); it.hasNext(); ) {
-      if (it.next().rank.workerId().equals(workerId)) {
+      Booking booking = it.next();
+      if (booking.rank.workerId().equals(workerId)) {
         it.remove();
+        closed(booking);
         dropped++;
       }
     }

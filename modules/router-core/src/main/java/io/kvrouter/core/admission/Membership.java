@@ -9,10 +9,14 @@ import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.policy.PickerSlot;
 import io.kvrouter.core.policy.PickerState;
 import io.kvrouter.core.policy.PolicyConfig;
+import io.kvrouter.core.replication.RankRecord;
+import io.kvrouter.core.replication.ReplicationLog;
+import io.kvrouter.core.replication.ViewState;
 import io.kvrouter.core.selection.ActivePrefixSource;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionView;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -25,32 +29,63 @@ import java.util.function.Consumer;
  * A model's workers, their load cells and its policy, and the view built from them: every change of membership,
  * configs or policy publishes a new {@link SelectionView} (before the command that caused it is answered). Loads do
  * not republish: they change in the cells the published view shares.
+ *
+ * <p>The owner's membership changes by commands and tells its {@link ReplicationLog}; a replica's
+ * ({@link #of}, without a log) adopts the owner's {@link ViewState}s instead.
  */
-final class Membership {
+public final class Membership {
   private final String model;
   private final long heartbeatTimeoutMillis;
   private final KvOverlapSource overlapSource;
   private final ActivePrefixSource activePrefix;
   private final Consumer<SelectionView> publisher;
+  /** Null on a replica. */
+  private final ReplicationLog log;
   private final TreeMap<String, WorkerConfig> workers = new TreeMap<>();
   private final Map<Rank, LoadCell> cells = new HashMap<>();
+  private long epoch;
   private PolicyConfig policy = PolicyConfig.defaults();
   private PickerSlot picker = newPicker(policy);
   private long viewVersion;
   private long loadSeq;
   private SelectionView view;
 
-  Membership(String model, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
-      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher) {
+  private Membership(String model, long epoch, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
+      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, ReplicationLog log) {
     this.model = model;
+    this.epoch = epoch;
     this.heartbeatTimeoutMillis = heartbeatTimeoutMillis;
     this.overlapSource = overlapSource;
     this.activePrefix = activePrefix;
     this.publisher = publisher;
-    republish();
+    this.log = log;
   }
 
-  SelectionView view() {
+  /** A fresh model's membership: no worker, default policy; publishes view version 1 of {@code epoch}. */
+  static Membership fresh(String model, long epoch, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
+      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, ReplicationLog log) {
+    Membership membership = new Membership(model, epoch, heartbeatTimeoutMillis, overlapSource, activePrefix,
+        publisher, log);
+    membership.viewVersion = 1;
+    membership.publish();
+    return membership;
+  }
+
+  /**
+   * The membership {@code state} describes, with fresh cells and a picker of its policy (seeded if the policy names
+   * a seed). Nothing is published until {@link #publish()}, so the caller can fill the cells first.
+   *
+   * @param log null for a replica
+   */
+  public static Membership of(ViewState state, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
+      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, ReplicationLog log) {
+    Membership membership = new Membership(state.model(), state.epoch(), heartbeatTimeoutMillis, overlapSource,
+        activePrefix, publisher, log);
+    membership.setState(state);
+    return membership;
+  }
+
+  public SelectionView view() {
     return view;
   }
 
@@ -66,8 +101,32 @@ final class Membership {
     return workers.values();
   }
 
-  LoadCell cell(Rank rank) {
+  /** The rank's cell, or null if no worker has that rank. */
+  public LoadCell cell(Rank rank) {
     return cells.get(rank);
+  }
+
+  /** Membership, configs and policy as of the current view. */
+  public ViewState viewState() {
+    return new ViewState(model, epoch, viewVersion, new ArrayList<>(workers.values()), policy.policy().wireName(),
+        policy.toParameters());
+  }
+
+  /** The rank's load as its cell holds it, or null if no worker has that rank. */
+  public RankRecord rankRecord(Rank rank) {
+    LoadCell cell = cells.get(rank);
+    return cell == null ? null : new RankRecord(rank.workerId(), rank.dpRank(), cell.booked(), cell.reported());
+  }
+
+  /** Every rank's load record, in (workerId, dpRank) order. */
+  public List<RankRecord> rankRecords() {
+    List<RankRecord> records = new ArrayList<>(cells.size());
+    for (WorkerConfig worker : workers.values()) {
+      for (int r = worker.dpStart(); r < worker.dpStart() + worker.dpSize(); r++) {
+        records.add(rankRecord(worker.rank(r)));
+      }
+    }
+    return records;
   }
 
   /** Adds a worker (validated; identical re-registration is a no-op, a different config a conflict). */
@@ -89,11 +148,25 @@ final class Membership {
           + workers.firstEntry().getValue().blockSize() + ", got " + config.blockSize()).toException();
     }
     workers.put(config.workerId(), config);
-    for (int r = config.dpStart(); r < config.dpStart() + config.dpSize(); r++) {
-      cells.computeIfAbsent(config.rank(r), rank -> new LoadCell());
-    }
+    addCells(config);
     republish();
     return new Registered(true, viewVersion);
+  }
+
+  /**
+   * A new rank's cell starts from an idle record numbered above every record this membership made before, so a
+   * replica that kept an older cell of the same rank (the worker left and came back within one delta) takes it.
+   */
+  private void addCells(WorkerConfig config) {
+    for (int r = config.dpStart(); r < config.dpStart() + config.dpSize(); r++) {
+      Rank rank = config.rank(r);
+      if (!cells.containsKey(rank)) {
+        LoadCell cell = new LoadCell();
+        cell.apply(new RankLoad(++loadSeq, 0, 0, 0));
+        cells.put(rank, cell);
+        rankChanged(rank);
+      }
+    }
   }
 
   /** Removes a worker and its cells; throws NOT_FOUND for an unknown one. */
@@ -118,8 +191,19 @@ final class Membership {
       }
     }
     for (RankReport report : ranks) {
-      cells.get(worker.rank(report.dpRank())).report(
+      Rank rank = worker.rank(report.dpRank());
+      cells.get(rank).report(
           new ReportedLoad(report.decodeBlocks(), report.prefillTokens(), report.waitingRequests(), nowMillis));
+      rankChanged(rank);
+    }
+  }
+
+  /** Sets a rank's last engine report as an earlier incarnation knew it (recovery); ignored for an unknown rank. */
+  void restoreReport(Rank rank, ReportedLoad reported) {
+    LoadCell cell = cells.get(rank);
+    if (cell != null && reported != null) {
+      cell.report(reported);
+      rankChanged(rank);
     }
   }
 
@@ -137,7 +221,49 @@ final class Membership {
     LoadCell cell = cells.get(rank);
     RankLoad next = cell.booked().plus(++loadSeq, requests, prefill, decode);
     cell.apply(next);
+    rankChanged(rank);
     return next;
+  }
+
+  /**
+   * Replica side: takes the owner's {@code state} (the caller checked it is newer) and publishes its view. Cells of
+   * ranks that stay are kept within one epoch (load records keep landing in them); a new epoch starts from fresh
+   * cells, since its records are numbered from scratch. The picker is kept while the policy is unchanged.
+   *
+   * @return the workers that left
+   */
+  public List<String> adopt(ViewState state) {
+    List<String> removed = new ArrayList<>(workers.keySet());
+    for (WorkerConfig worker : state.workers()) {
+      removed.remove(worker.workerId());
+    }
+    if (state.epoch() != epoch) {
+      cells.clear();
+      epoch = state.epoch();
+    }
+    setState(state);
+    publish();
+    return removed;
+  }
+
+  private void setState(ViewState state) {
+    workers.clear();
+    for (WorkerConfig worker : state.workers()) {
+      workers.put(worker.workerId(), worker);
+    }
+    cells.keySet().removeIf(rank -> !workers.containsKey(rank.workerId())
+        || !workers.get(rank.workerId()).hasRank(rank.dpRank()));
+    for (WorkerConfig worker : state.workers()) {
+      for (int r = worker.dpStart(); r < worker.dpStart() + worker.dpSize(); r++) {
+        cells.computeIfAbsent(worker.rank(r), rank -> new LoadCell());
+      }
+    }
+    PolicyConfig next = PolicyConfig.defaults().with(state.policy(), state.parameters());
+    if (view == null || !next.equals(policy)) {
+      policy = next;
+      picker = newPicker(next);
+    }
+    viewVersion = state.version();
   }
 
   private static PickerSlot newPicker(PolicyConfig config) {
@@ -145,9 +271,24 @@ final class Membership {
     return new PickerSlot(config.policy(), new PickerState(seed, 0));
   }
 
+  private void rankChanged(Rank rank) {
+    if (log != null) {
+      log.rankChanged(rank);
+    }
+  }
+
   private void republish() {
-    view = new SelectionView(model, ++viewVersion, workers.values(), cells, policy, picker, overlapSource,
+    viewVersion++;
+    publish();
+  }
+
+  /** Builds and publishes the view of the current workers, cells and policy at the current version. */
+  public void publish() {
+    view = new SelectionView(model, epoch, viewVersion, workers.values(), cells, policy, picker, overlapSource,
         activePrefix, heartbeatTimeoutMillis);
+    if (log != null) {
+      log.viewChanged();
+    }
     publisher.accept(view);
   }
 }

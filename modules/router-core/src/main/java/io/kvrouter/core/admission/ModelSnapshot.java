@@ -6,7 +6,10 @@ import io.kvrouter.core.model.WorkerConfig;
 import java.util.List;
 import java.util.Map;
 
-/** A model's admission state as an operator sees it (Admin.GetModelState and the management routes). */
+/**
+ * A model's admission state as an operator sees it (Admin.GetModelState and the management routes); {@code epoch}
+ * orders this incarnation after the ones before it, {@code recovering} tells that it is still in recovery mode.
+ */
 public record ModelSnapshot(
     String model,
     String policy,
@@ -16,7 +19,9 @@ public record ModelSnapshot(
     List<WorkerSnapshot> workers,
     List<BookingSnapshot> bookings,
     int pending,
-    long expiredBookings) {
+    long expiredBookings,
+    long epoch,
+    boolean recovering) {
 
   public record WorkerSnapshot(WorkerConfig config, boolean available, List<RankSnapshot> ranks) {}
 

@@ -45,6 +45,11 @@ public record RoutingError(Code code, String reason, String message) {
   public static final String TOO_MANY_RANKS = "TOO_MANY_RANKS";
   public static final String TOO_MANY_ITEMS = "TOO_MANY_ITEMS";
   public static final String UNKNOWN_ENUM_VALUE = "UNKNOWN_ENUM_VALUE";
+  /**
+   * UNAVAILABLE (retryable): a recovered admission state admits Books only to workers that reported load since it
+   * started, and none has yet.
+   */
+  public static final String RECOVERING = "RECOVERING";
 
   /** The most characters of caller input that a message quotes (see {@link #echo}). */
   public static final int MAX_ECHO = 128;

@@ -19,6 +19,7 @@ import java.util.TreeMap;
  */
 public final class SelectionView {
   private final String model;
+  private final long epoch;
   private final long version;
   private final int blockSize;
   private final Map<String, WorkerConfig> workers;
@@ -33,13 +34,15 @@ public final class SelectionView {
   private final long heartbeatTimeoutMillis;
 
   /**
+   * @param epoch the incarnation of the admission state that published this view; orders views with the version
    * @param workers the model's workers; ranks are laid out in (workerId, dpRank) order
    * @param cells one cell per rank; the actor keeps writing the same cells after publishing
    */
-  public SelectionView(String model, long version, Collection<WorkerConfig> workers, Map<Rank, LoadCell> cells,
-      PolicyConfig policy, PickerSlot picker, KvOverlapSource overlapSource, ActivePrefixSource activePrefix,
-      long heartbeatTimeoutMillis) {
+  public SelectionView(String model, long epoch, long version, Collection<WorkerConfig> workers,
+      Map<Rank, LoadCell> cells, PolicyConfig policy, PickerSlot picker, KvOverlapSource overlapSource,
+      ActivePrefixSource activePrefix, long heartbeatTimeoutMillis) {
     this.model = model;
+    this.epoch = epoch;
     this.version = version;
     TreeMap<String, WorkerConfig> sorted = new TreeMap<>();
     for (WorkerConfig worker : workers) {
@@ -78,8 +81,25 @@ public final class SelectionView {
     return model;
   }
 
+  public long epoch() {
+    return epoch;
+  }
+
   public long version() {
     return version;
+  }
+
+  /** Whether this view is ordered after {@code other} by (epoch, version); any view is newer than null. */
+  public boolean isNewerThan(SelectionView other) {
+    return other == null || isNewer(epoch, version, other.epoch, other.version);
+  }
+
+  /**
+   * The one ordering of everything replicated (views, load records, replication sequence numbers): by
+   * (epoch, number), a newer epoch always winning.
+   */
+  public static boolean isNewer(long epoch, long number, long otherEpoch, long otherNumber) {
+    return epoch != otherEpoch ? epoch > otherEpoch : number > otherNumber;
   }
 
   /** The model's block size (every worker of a model shares it); 0 when there is no worker. */

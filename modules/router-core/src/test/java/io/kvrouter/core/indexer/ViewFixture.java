@@ -36,7 +36,7 @@ final class ViewFixture {
         cells.put(config.rank(r), new LoadCell());
       }
     }
-    this.view = new SelectionView("m", 1, configs, cells, PolicyConfig.defaults(),
+    this.view = new SelectionView("m", 1, 1, configs, cells, PolicyConfig.defaults(),
         null, source, ActivePrefixSource.NONE, 0);
   }
 

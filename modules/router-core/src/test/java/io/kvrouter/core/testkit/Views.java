@@ -17,7 +17,7 @@ public final class Views {
     for (int i = 0; i < view.rankCount(); i++) {
       cells.put(view.rank(i), view.cell(i));
     }
-    return new SelectionView(view.model(), view.version(), view.workers().values(), cells, view.policy(), picker,
+    return new SelectionView(view.model(), view.epoch(), view.version(), view.workers().values(), cells, view.policy(), picker,
         view.overlapSource(), view.activePrefix(), view.heartbeatTimeoutMillis());
   }
 }

@@ -8,7 +8,10 @@ import io.kvrouter.core.selection.RequestLimits;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 
-/** One model's state as Admin.GetModelState and the management routes show it: the actor's state plus the index. */
+/**
+ * One model's state as Admin.GetModelState and the management routes show it: the actor's state, the node hosting it,
+ * this node's region and staleness, plus this node's KV index.
+ */
 public final class ModelStates {
   private ModelStates() {}
 
@@ -17,12 +20,12 @@ public final class ModelStates {
     return Calls.guard(() -> {
       RequestLimits.requireModel(model);
       return cluster.client(model).state(remaining);
-    }).thenApplyAsync(snapshot -> {
+    }).thenApplyAsync(report -> {
       ModelKvIndex index = cluster.kvIndex(model);
       if (index == null) {
-        return ProtoMapping.toProto(snapshot); // the actor passivated since it answered
+        return ProtoMapping.toProto(report); // the model was forgotten here since the actor answered
       }
-      return ProtoMapping.toProto(snapshot).toBuilder()
+      return ProtoMapping.toProto(report).toBuilder()
           .setKvEventGaps(index.gapCount())
           .setKvBlocksOverCapacity(index.overCapacityBlockCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())

@@ -7,6 +7,7 @@ import io.kvrouter.api.v1.LoadReport;
 import io.kvrouter.api.v1.Scope;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.api.v1.ReplicaStaleness;
 import io.kvrouter.api.v1.RankState;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Selection;
@@ -14,7 +15,9 @@ import io.kvrouter.api.v1.WorkerEndpoint;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkerState;
 import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.cluster.ModelStateReport;
 import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.replication.Staleness;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.WorkerConfig;
@@ -233,6 +236,24 @@ public final class ProtoMapping {
     };
   }
 
+  /** A model's state as this node reports it: the actor's snapshot, where it runs and this node's staleness. */
+  public static ModelState toProto(ModelStateReport report) {
+    ModelState.Builder out = toProto(report.snapshot()).toBuilder()
+        .setHostNode(report.hostNode())
+        .setRegion(report.region());
+    Staleness staleness = report.staleness();
+    if (staleness != null) {
+      out.setStaleness(ReplicaStaleness.newBuilder()
+          .setEpoch(staleness.epoch())
+          .setViewVersion(staleness.viewVersion())
+          .setReplicationSeq(staleness.seq())
+          .setReplicationSeqLag(staleness.seqLag())
+          .setViewAgeMs(staleness.ageMillis())
+          .setAwaitingSnapshot(staleness.awaitingSnapshot()));
+    }
+    return out.build();
+  }
+
   public static ModelState toProto(ModelSnapshot snapshot) {
     ModelState.Builder out = ModelState.newBuilder()
         .setModel(snapshot.model())
@@ -241,7 +262,9 @@ public final class ProtoMapping {
         .setViewVersion(snapshot.viewVersion())
         .setBlockSize(snapshot.blockSize())
         .setPending(snapshot.pending())
-        .setExpiredBookings(snapshot.expiredBookings());
+        .setExpiredBookings(snapshot.expiredBookings())
+        .setEpoch(snapshot.epoch())
+        .setRecovering(snapshot.recovering());
     for (ModelSnapshot.WorkerSnapshot worker : snapshot.workers()) {
       WorkerState.Builder w = WorkerState.newBuilder()
           .setConfig(toProto(snapshot.model(), worker.config()))

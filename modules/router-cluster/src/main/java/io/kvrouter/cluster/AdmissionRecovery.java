@@ -1,0 +1,161 @@
+package io.kvrouter.cluster;
+
+import io.kvrouter.core.admission.AdmissionState;
+import io.kvrouter.core.replication.ModelReplica;
+import io.kvrouter.core.replication.RecoveredState;
+import io.kvrouter.core.selection.KvOverlapSource;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.StashBuffer;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+
+/**
+ * How a starting admission actor gets its state: it asks every replica actor of its region, its own node's included,
+ * for its copy's stamp {@code (epoch, seq)} (waiting at most {@code recovery-query-timeout}), pulls the freshest copy's
+ * snapshot chunks (the next freshest if they do not all arrive in time), and builds the state with
+ * {@link AdmissionState#recover}, which takes a newer epoch and starts in recovery mode. With no copy anywhere (a new
+ * model, or one that passivated empty) it starts fresh at once. Commands wait in the stash meanwhile.
+ */
+final class AdmissionRecovery {
+  private static final Object TIMER = "recovery";
+
+  private final ActorContext<ModelAdmission.Command> context;
+  private final String model;
+  private final ModelAdmission.Environment env;
+  private final TimerScheduler<ModelAdmission.Command> timers;
+  private final StashBuffer<ModelAdmission.Command> stash;
+  private final Function<AdmissionState, Behavior<ModelAdmission.Command>> running;
+
+  private AdmissionRecovery(ActorContext<ModelAdmission.Command> context, String model,
+      ModelAdmission.Environment env, TimerScheduler<ModelAdmission.Command> timers,
+      StashBuffer<ModelAdmission.Command> stash, Function<AdmissionState, Behavior<ModelAdmission.Command>> running) {
+    this.context = context;
+    this.model = model;
+    this.env = env;
+    this.timers = timers;
+    this.stash = stash;
+    this.running = running;
+  }
+
+  /** @param running builds the running actor around its state */
+  static Behavior<ModelAdmission.Command> start(ActorContext<ModelAdmission.Command> context, String model,
+      ModelAdmission.Environment env, TimerScheduler<ModelAdmission.Command> timers,
+      StashBuffer<ModelAdmission.Command> stash, Function<AdmissionState, Behavior<ModelAdmission.Command>> running) {
+    AdmissionRecovery recovery = new AdmissionRecovery(context, model, env, timers, stash, running);
+    if (!env.replication().enabled()) {
+      return running.apply(recovery.fresh());
+    }
+    Set<ActorRef<ReplicaNode.Command>> asked = env.peers().all();
+    asked.forEach(peer -> peer.tell(new ReplicaNode.QueryStamp(model, context.getSelf())));
+    timers.startSingleTimer(TIMER, ModelAdmission.RecoveryTimeout.INSTANCE,
+        env.replication().recoveryQueryTimeout());
+    return recovery.awaitingStamps(asked.size(), new HashMap<>());
+  }
+
+  private AdmissionState fresh() {
+    return new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
+        env.registry()::publish, 0, env.clock().millis());
+  }
+
+  private Behavior<ModelAdmission.Command> awaitingStamps(int asked,
+      Map<ActorRef<ReplicaNode.Command>, ModelAdmission.ReplicaStamp> stamps) {
+    return waiting(command -> {
+      if (command instanceof ModelAdmission.ReplicaStamp stamp) {
+        stamps.put(stamp.peer(), stamp);
+        return stamps.size() >= asked ? pullFreshest(stamps) : null;
+      }
+      if (command == ModelAdmission.RecoveryTimeout.INSTANCE) {
+        context.getLog().warn("model '{}': {} of {} replica nodes answered the recovery query in time", model,
+            stamps.size(), asked);
+        return pullFreshest(stamps);
+      }
+      return null;
+    });
+  }
+
+  private Behavior<ModelAdmission.Command> pullFreshest(
+      Map<ActorRef<ReplicaNode.Command>, ModelAdmission.ReplicaStamp> stamps) {
+    List<ModelAdmission.ReplicaStamp> held = new ArrayList<>(stamps.values().stream()
+        .filter(ModelAdmission.ReplicaStamp::held).toList());
+    held.sort(Comparator.comparingLong(ModelAdmission.ReplicaStamp::epoch)
+        .thenComparingLong(ModelAdmission.ReplicaStamp::seq).reversed());
+    return pull(held);
+  }
+
+  /** Pulls the first candidate's copy; if its chunks do not all arrive in time, the next one's. */
+  private Behavior<ModelAdmission.Command> pull(List<ModelAdmission.ReplicaStamp> candidates) {
+    if (candidates.isEmpty()) {
+      return finish(fresh());
+    }
+    ModelAdmission.ReplicaStamp candidate = candidates.get(0);
+    candidate.peer().tell(new ReplicaNode.PullSnapshot(model, context.getSelf()));
+    timers.startSingleTimer(TIMER, ModelAdmission.RecoveryTimeout.INSTANCE,
+        env.replication().recoveryQueryTimeout());
+    // the chunks are assembled in a replica of their own, which feeds nothing
+    ModelReplica copy = new ModelReplica(model, env.settings().heartbeatTimeout().toMillis(), KvOverlapSource.NONE,
+        view -> { });
+    return waiting(command -> {
+      if (command instanceof ModelAdmission.RecoveryChunk received
+          && copy.apply(received.chunk(), env.clock().millis()) == ModelReplica.Outcome.APPLIED) {
+        RecoveredState recovered = copy.recoveredState();
+        return finish(recovered == null ? fresh() : AdmissionState.recover(model, env.settings(), env.clock(),
+            env.kvIndex().apply(model), env.registry()::publish, recovered, env.replication().recoveryWindow()));
+      }
+      if (command == ModelAdmission.RecoveryTimeout.INSTANCE) {
+        context.getLog().warn("model '{}': the copy of {} did not arrive in time", model, candidate.peer());
+        return pull(candidates.subList(1, candidates.size()));
+      }
+      return null;
+    });
+  }
+
+  private Behavior<ModelAdmission.Command> finish(AdmissionState state) {
+    timers.cancel(TIMER);
+    if (state.recovering()) {
+      context.getLog().info("model '{}' recovered: epoch {}, {} booking(s)", model, state.epoch(),
+          state.ledgerSnapshot().bookings().size());
+    }
+    return stash.unstashAll(running.apply(state));
+  }
+
+  /**
+   * While recovering: {@code step} handles recovery's own messages (null: keep waiting); a Stop stops the actor,
+   * messages meant for a running actor are dropped, and every other command waits in the stash.
+   */
+  private Behavior<ModelAdmission.Command> waiting(
+      Function<ModelAdmission.Command, Behavior<ModelAdmission.Command>> step) {
+    return Behaviors.receive(ModelAdmission.Command.class)
+        .onMessage(ModelAdmission.Command.class, command -> {
+          Behavior<ModelAdmission.Command> next = step.apply(command);
+          if (next != null) {
+            return next;
+          }
+          if (command == ModelAdmission.Stop.INSTANCE) {
+            return Behaviors.stopped();
+          }
+          if (command instanceof ModelAdmission.ReplicaStamp || command instanceof ModelAdmission.RecoveryChunk
+              || command == ModelAdmission.RecoveryTimeout.INSTANCE || command == ModelAdmission.Wake.INSTANCE
+              || command == ModelAdmission.Flush.INSTANCE || command == ModelAdmission.ExpireLeases.INSTANCE
+              || command instanceof ModelAdmission.ReplicaAck || command instanceof ModelAdmission.SnapshotWanted) {
+            return Behaviors.same();
+          }
+          if (stash.isFull()) {
+            context.getLog().warn("model '{}': {} commands wait for recovery, dropping {}", model,
+                ModelAdmission.STASH_CAPACITY, command.getClass().getSimpleName());
+          } else {
+            stash.stash(command);
+          }
+          return Behaviors.same();
+        })
+        .build();
+  }
+}

@@ -1,0 +1,97 @@
+package io.kvrouter.cluster;
+
+import static io.kvrouter.cluster.TestCluster.join;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.selection.SelectionResult;
+import io.kvrouter.core.testkit.Requests;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Every node of a region serves every model of it, whichever node hosts the model's admission actor. */
+class AnyNodeTest {
+  private static TestRegion region;
+
+  @BeforeAll
+  static void start() {
+    region = TestRegion.start(3);
+  }
+
+  @AfterAll
+  static void stop() {
+    region.close();
+  }
+
+  @Test
+  void aModelRegisteredOnOneNodeIsSelectedAndBookedOnAnotherAndReleasedOnTheFirst() {
+    TestRegion.Node a = region.node(0);
+    TestRegion.Node b = region.node(1);
+    String model = Hosting.modelHostedOn(region.node(2), a, "any", "w1", "w2");
+
+    await().atMost(TestRegion.TIMEOUT).until(() -> b.sees(model));
+    SelectionResult selected = b.client(model).selectWithoutAdmission(Requests.of(model, "s1", 64));
+    assertThat(selected.rank().workerId()).isIn("w1", "w2");
+    BookingAnswer booked = join(b.client(model).book(Requests.of(model, "r1", 64), null));
+    assertThat(booked.selection().rank().workerId()).isIn("w1", "w2");
+
+    assertThat(join(a.client(model).release("r1", booked.attempt(), null)).applied()).isTrue();
+    ModelSnapshot after = join(b.client(model).snapshot(null));
+    assertThat(after.bookings()).isEmpty();
+    assertThat(after.workers()).allSatisfy(w -> assertThat(w.ranks())
+        .allSatisfy(r -> assertThat(r.load().inFlight()).isZero()));
+  }
+
+  /**
+   * What a Book teaches the owner's approximate KV index travels with the booking: another node's index learns the
+   * same prefix, so its kv Selects see the overlap.
+   */
+  @Test
+  void aBookThroughOneNodeTeachesTheKvIndexOfAnother() {
+    TestRegion.Node a = region.node(0);
+    TestRegion.Node c = region.node(1);
+    String model = Hosting.modelHostedOn(region.node(2), a, "kv", "w1", "w2", "w3", "w4");
+    join(a.client(model).setPolicy("kv", java.util.Map.of("seed", "3"), null));
+    long[] prefix = {11, 12, 13, 14, 15, 16, 17, 18};
+    BookingAnswer booked = join(a.client(model).book(withHashes(model, "prompt", prefix), null));
+
+    await().atMost(TestRegion.TIMEOUT).untilAsserted(() -> {
+      SelectionResult elsewhere = c.client(model).selectWithoutAdmission(withHashes(model, "again", prefix));
+      assertThat(elsewhere.overlapBlocks()).as("blocks cached, as node c sees it").isEqualTo(prefix.length);
+      assertThat(elsewhere.rank()).isEqualTo(booked.selection().rank());
+    });
+    assertThat(join(c.client(model).release("prompt", booked.attempt(), null)).applied()).isTrue();
+  }
+
+  private static io.kvrouter.core.selection.SelectionRequest withHashes(String model, String requestId,
+      long[] hashes) {
+    return new io.kvrouter.core.selection.SelectionRequest(model, requestId, hashes, hashes.length * 16, 0, null,
+        null, null, 0, null, null, null);
+  }
+
+  @Test
+  void theStateNamesTheHostingNodeAndThisNodesRegionAndStaleness() {
+    TestRegion.Node host = region.node(2);
+    TestRegion.Node other = region.node(0);
+    String model = Hosting.modelHostedOn(host, other, "state", "w1");
+    await().atMost(TestRegion.TIMEOUT).until(() -> other.sees(model));
+
+    ModelStateReport here = join(host.client(model).state(null));
+    assertThat(here.hostNode()).isEqualTo(host.address().toString());
+    assertThat(here.staleness().seqLag()).isZero();
+    assertThat(here.staleness().ageMillis()).isZero();
+
+    await().atMost(TestRegion.TIMEOUT).untilAsserted(() -> {
+      ModelStateReport there = join(other.client(model).state(null));
+      assertThat(there.hostNode()).isEqualTo(host.address().toString());
+      assertThat(there.region()).isEqualTo(here.region());
+      assertThat(there.staleness()).as("a replica's staleness").isNotNull();
+      assertThat(there.staleness().epoch()).isEqualTo(here.snapshot().epoch());
+      assertThat(there.staleness().viewVersion()).isEqualTo(here.snapshot().viewVersion());
+      assertThat(there.staleness().awaitingSnapshot()).isFalse();
+    });
+  }
+}

@@ -1,0 +1,79 @@
+package io.kvrouter.cluster;
+
+import static io.kvrouter.cluster.TestCluster.join;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvrouter.core.admission.Clock;
+import java.time.Duration;
+import java.util.Map;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.receptionist.Receptionist;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The owner's side of the replication stream, seen by a peer the test plays (a probe registered under the region's
+ * replica key): a new peer gets a snapshot, then deltas; a peer that leaves a delta unacknowledged gets a snapshot
+ * again after {@code resend-after}; a peer that reports a gap gets one too.
+ */
+class ReplicationProtocolTest {
+  private static final Duration WAIT = Duration.ofSeconds(5);
+  private static TestCluster cluster;
+
+  @BeforeAll
+  static void start() {
+    cluster = TestCluster.start(Clock.SYSTEM, "kvrouter.replication.resend-after = 200ms");
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  /** The next full snapshot the owner sends the peer (its last chunk), skipping deltas. */
+  private static ReplicaNode.Chunk nextSnapshot(TestProbe<ReplicaNode.Command> peer) {
+    return (ReplicaNode.Chunk) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaNode.Chunk chunk && chunk.chunk().index() == chunk.chunk().count() - 1
+            ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore()).get(0);
+  }
+
+  @Test
+  void aNewPeerGetsASnapshotAndASilentOrGappedPeerGetsAnother() {
+    TestProbe<ReplicaNode.Command> peer = cluster.kit.createTestProbe();
+    String region = Cluster.get(cluster.kit.system()).selfMember().dataCenter();
+    cluster.kit.system().receptionist().tell(Receptionist.register(ReplicaNode.serviceKey(region), peer.getRef()));
+    ModelClient client = cluster.modelWithWorkers("protocol", "round_robin", "w1");
+
+    ReplicaNode.Chunk first = nextSnapshot(peer);
+    assertThat(first.chunk().model()).isEqualTo("protocol");
+    assertThat(first.chunk().view().workers()).hasSize(1);
+
+    // a change reaches the peer as a delta; unacknowledged, it is followed by a snapshot as of it or later
+    join(client.register(TestCluster.worker("w2"), null));
+    ReplicaNode.Delta delta = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaNode.Delta d && d.delta().view() != null
+            && d.delta().view().workers().size() == 2 ? FishingOutcomes.complete()
+            : FishingOutcomes.continueAndIgnore()).get(0);
+    assertThat(delta.delta().seq()).isGreaterThan(first.chunk().seq());
+    ReplicaNode.Chunk resent = nextSnapshot(peer);
+    assertThat(resent.chunk().seq()).isGreaterThanOrEqualTo(delta.delta().seq());
+    assertThat(resent.chunk().view().workers()).hasSize(2);
+
+    // the peer acknowledges everything, then reports a gap: a snapshot follows
+    resent.owner().tell(new ModelAdmission.ReplicaAck(peer.getRef(), resent.chunk().epoch(), resent.chunk().seq()));
+    join(client.setPolicy("least_in_flight", Map.of(), null));
+    ReplicaNode.Delta policy = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaNode.Delta d && d.delta().view() != null
+            && d.delta().view().policy().equals("least_in_flight") ? FishingOutcomes.complete()
+            : FishingOutcomes.continueAndIgnore()).get(0);
+    resent.owner().tell(new ModelAdmission.ReplicaAck(peer.getRef(), policy.delta().epoch(), policy.delta().seq()));
+    resent.owner().tell(new ModelAdmission.SnapshotWanted(peer.getRef(), policy.delta().epoch()));
+    ReplicaNode.Chunk healed = (ReplicaNode.Chunk) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaNode.Chunk chunk && chunk.chunk().seq() >= policy.delta().seq()
+            ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore()).get(0);
+    assertThat(healed.chunk().view().policy()).isEqualTo("least_in_flight");
+  }
+}

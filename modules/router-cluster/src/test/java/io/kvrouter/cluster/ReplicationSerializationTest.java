@@ -1,0 +1,108 @@
+package io.kvrouter.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.admission.LedgerSnapshot;
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.load.ReportedLoad;
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.replication.RankRecord;
+import io.kvrouter.core.replication.SnapshotChunk;
+import io.kvrouter.core.replication.SnapshotChunks;
+import io.kvrouter.core.replication.ViewState;
+import io.kvrouter.core.selection.SelectionResult;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.serialization.Serialization;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.apache.pekko.serialization.Serializers;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Snapshot chunks, cut by router-core's size estimate at {@code max-chunk-bytes}, encoded by the real serializer they
+ * cross nodes with (Jackson CBOR, inside {@link ReplicaNode.Chunk}): each stays under the estimate, so under Artery's
+ * 256 KiB frame, and decodes back to what was cut.
+ */
+class ReplicationSerializationTest {
+  private static final int FRAME = 256 * 1024;
+  private static final int MAX_CHUNK_BYTES = ReplicationConfig.fromConfig(
+      com.typesafe.config.ConfigFactory.load()).maxChunkBytes();
+  private static TestCluster cluster;
+
+  @BeforeAll
+  static void start() {
+    cluster = TestCluster.start(Clock.SYSTEM);
+  }
+
+  @AfterAll
+  static void stop() {
+    cluster.close();
+  }
+
+  private static List<WorkerConfig> workers(int count) {
+    List<WorkerConfig> workers = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      workers.add(TestCluster.worker("worker-with-a-longish-name-" + i));
+    }
+    return workers;
+  }
+
+  private static LedgerSnapshot.Entry booking(int i, WorkerConfig worker, int hashes) {
+    Rank rank = worker.rank(0);
+    long[] sequenceHashes = new long[hashes];
+    for (int h = 0; h < hashes; h++) {
+      sequenceHashes[h] = 0x9E3779B97F4A7C15L * (i * 31L + h + 1);
+    }
+    return new LedgerSnapshot.Entry("request-" + i + "-0123456789abcdef", (1_800_000_000_000L << 16) + i, rank,
+        4096, 256, 1_800_000_000_000L, 1500, new SelectionResult(rank, worker.endpoint(), "local", 12, 192, 0.75,
+            new RankLoad(i + 1, 3, 8192, 512), 7, "kv"), sequenceHashes, 0x5DEECE66DL * i, i % 2 == 0,
+        1_800_000_300_000L);
+  }
+
+  @Test
+  void everyChunkCutAtMaxChunkBytesEncodesUnderItsEstimateAndTheFrame() throws Exception {
+    List<WorkerConfig> workers = workers(64);
+    ViewState view = new ViewState("big-model", 1_800_000_000_000L, 42, workers, "kv",
+        Map.of("seed", "11", "temperature", "0.7"));
+    List<RankRecord> loads = new ArrayList<>();
+    for (WorkerConfig worker : workers) {
+      loads.add(new RankRecord(worker.workerId(), 0, new RankLoad(9, 4, 1000, 64),
+          new ReportedLoad(100, 2000, 3, 1_800_000_000_000L)));
+    }
+    List<LedgerSnapshot.Entry> bookings = new ArrayList<>();
+    for (int i = 0; i < 3000; i++) {
+      bookings.add(booking(i, workers.get(i % workers.size()), 1 + (i * 37) % 400));
+    }
+    // one booking whose hashes alone exceed a chunk: its hashes are truncated to fit
+    bookings.add(booking(3000, workers.get(0), 40_000));
+
+    List<SnapshotChunk> chunks = SnapshotChunks.cut("big-model", view.epoch(), 17, 1_800_000_000_000L, view, loads,
+        bookings, bookings.get(bookings.size() - 1).attempt(), MAX_CHUNK_BYTES);
+    assertThat(chunks.size()).as("a copy this large takes several chunks").isGreaterThan(10);
+
+    Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
+    ActorRef<ModelAdmission.Command> owner = cluster.kit.<ModelAdmission.Command>createTestProbe().ref();
+    int bookingsDecoded = 0;
+    for (SnapshotChunk chunk : chunks) {
+      ReplicaNode.Chunk message = new ReplicaNode.Chunk(chunk, owner);
+      byte[] bytes = serialization.serialize(message).get();
+      assertThat(Serializers.manifestFor(serialization.findSerializerFor(message), message)).isNotEmpty();
+      assertThat(bytes.length).as("chunk %d of %d", chunk.index(), chunk.count())
+          .isLessThanOrEqualTo(MAX_CHUNK_BYTES + 256).isLessThan(FRAME);
+      ReplicaNode.Chunk decoded = (ReplicaNode.Chunk) serialization.deserialize(bytes,
+          serialization.findSerializerFor(message).identifier(),
+          Serializers.manifestFor(serialization.findSerializerFor(message), message)).get();
+      assertThat(decoded.chunk().index()).isEqualTo(chunk.index());
+      assertThat(decoded.chunk().bookings()).hasSameSizeAs(chunk.bookings());
+      bookingsDecoded += decoded.chunk().bookings().size();
+    }
+    assertThat(bookingsDecoded).isEqualTo(bookings.size());
+  }
+}

@@ -1,0 +1,23 @@
+package io.kvrouter.core.replication;
+
+import io.kvrouter.core.admission.LedgerSnapshot;
+import java.util.List;
+
+/**
+ * What the owner changed since its previous delta; seq = previous seq + 1 within one epoch (the first delta of an
+ * epoch is seq 1). {@code view} is null when membership/policy did not change. Applied to a replica that applied
+ * everything before it, it yields exactly the owner's workers, policy, loads and live bookings. Applying it twice
+ * changes nothing. Bookings are netted within one delta: one opened and closed in the same interval appears in
+ * neither list; one closed and reopened under a new attempt appears in both.
+ */
+public record ReplicaDelta(String model, long epoch, long seq, long sentAtMillis, ViewState view,
+    List<RankRecord> loads, List<ClosedBooking> closed, List<LedgerSnapshot.Entry> opened,
+    List<BookingChange> changed, long highestAttempt) {
+
+  public ReplicaDelta {
+    loads = List.copyOf(loads);
+    closed = List.copyOf(closed);
+    opened = List.copyOf(opened);
+    changed = List.copyOf(changed);
+  }
+}

@@ -1,0 +1,18 @@
+package io.kvrouter.core.replication;
+
+import io.kvrouter.core.admission.LedgerSnapshot;
+import java.util.List;
+
+/**
+ * Chunk {@code index} of {@code count} of a full copy as of (epoch, seq); chunk 0 carries view and loads (null and
+ * empty in the others); each chunk's estimated encoded size ({@link SnapshotChunks#estimatedBytes}) stays under the
+ * maxChunkBytes it was cut with (a booking's sequence hashes are truncated to what fits: they are advisory).
+ */
+public record SnapshotChunk(String model, long epoch, long seq, int index, int count, long sentAtMillis,
+    ViewState view, List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt) {
+
+  public SnapshotChunk {
+    loads = List.copyOf(loads);
+    bookings = List.copyOf(bookings);
+  }
+}

@@ -1,0 +1,207 @@
+package io.kvrouter.core.replication;
+
+import io.kvrouter.core.admission.LedgerSnapshot;
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.load.ReportedLoad;
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.selection.SelectionResult;
+import java.lang.reflect.RecordComponent;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Cuts a full copy of a model's replicated state into {@link SnapshotChunk}s by estimated encoded size, and puts
+ * chunks back together.
+ *
+ * <p><b>The estimate</b> is an upper bound of the record's Jackson CBOR encoding with property names as text keys
+ * (how router-cluster's {@code jackson-cbor} binding sends it): every record is a map (header ≤ 9 bytes) whose keys
+ * are its component names (1 header byte + the name: every name is shorter than 24 characters); every number, int
+ * or long or double, counts 9 bytes (CBOR's widest), a boolean or null 1, a string 9 + its UTF-8 length, an array a
+ * 9-byte header plus its items. Component names are read from the records themselves, so a renamed or added
+ * component keeps the key part right. The estimate grows with every string, list and hash in the copy (the property
+ * the tests check here); router-cluster's tests check it against the real serializer's size.
+ */
+public final class SnapshotChunks {
+  private static final int NUMBER = 9;
+  private static final int HEADER = 9;
+  private static final int SMALL = 1;
+  private static final int ENTRY_KEYS = keys(LedgerSnapshot.Entry.class);
+  private static final int RANK_KEYS = keys(Rank.class);
+  private static final int SELECTION_KEYS = keys(SelectionResult.class);
+  private static final int RANK_LOAD_KEYS = keys(RankLoad.class);
+  private static final int REPORTED_KEYS = keys(ReportedLoad.class);
+  private static final int RECORD_KEYS = keys(RankRecord.class);
+  private static final int WORKER_KEYS = keys(WorkerConfig.class);
+  private static final int VIEW_KEYS = keys(ViewState.class);
+  private static final int CHUNK_KEYS = keys(SnapshotChunk.class);
+
+  private SnapshotChunks() {}
+
+  /**
+   * The chunks of one copy as of (epoch, seq): chunk 0 carries {@code view} and {@code loads} and as many bookings as
+   * fit, the others only bookings; at least one chunk, even with no booking. Every chunk's estimate stays within
+   * {@code maxChunkBytes} except chunk 0 when the view and loads alone exceed it (they cannot be split). A booking too
+   * large for an empty chunk keeps only the leading sequence hashes that fit.
+   */
+  public static List<SnapshotChunk> cut(String model, long epoch, long seq, long sentAtMillis, ViewState view,
+      List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt, int maxChunkBytes) {
+    int header = (int) baseBytes(model, null, List.of());
+    List<List<LedgerSnapshot.Entry>> parts = new ArrayList<>();
+    List<LedgerSnapshot.Entry> current = new ArrayList<>();
+    long size = baseBytes(model, view, loads);
+    for (LedgerSnapshot.Entry booking : bookings) {
+      LedgerSnapshot.Entry fitted = fitAlone(booking, maxChunkBytes - header);
+      int bytes = entryBytes(fitted);
+      if (size + bytes > maxChunkBytes && (!current.isEmpty() || parts.isEmpty())) {
+        parts.add(current);
+        current = new ArrayList<>();
+        size = header;
+      }
+      current.add(fitted);
+      size += bytes;
+    }
+    parts.add(current);
+    int count = parts.size();
+    List<SnapshotChunk> chunks = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      chunks.add(new SnapshotChunk(model, epoch, seq, i, count, sentAtMillis, i == 0 ? view : null,
+          i == 0 ? loads : List.of(), parts.get(i), highestAttempt));
+    }
+    return chunks;
+  }
+
+  /** {@code booking}, its sequence hashes cut to the leading ones that let it fit in {@code budget} bytes. */
+  private static LedgerSnapshot.Entry fitAlone(LedgerSnapshot.Entry booking, int budget) {
+    int bytes = entryBytes(booking);
+    if (bytes <= budget) {
+      return booking;
+    }
+    long[] hashes = booking.sequenceHashes();
+    int withoutHashes = bytes - NUMBER * hashes.length;
+    int keep = (int) Math.max(0, Math.min(hashes.length, (long) (budget - withoutHashes) / NUMBER));
+    return new LedgerSnapshot.Entry(booking.requestId(), booking.attempt(), booking.rank(), booking.prefillTokens(),
+        booking.decodeBlocks(), booking.bookedAtMillis(), booking.queuedMicros(), booking.selection(),
+        Arrays.copyOf(hashes, keep), booking.nonce(), booking.prefillDone(), booking.leaseExpiresAtMillis());
+  }
+
+  /**
+   * The copy a complete set of chunks of one (epoch, seq) carries, in any order.
+   *
+   * @throws IllegalArgumentException when chunks are missing, repeated or of different copies
+   */
+  static RecoveredState assemble(List<SnapshotChunk> chunks) {
+    if (chunks.isEmpty()) {
+      throw new IllegalArgumentException("no chunk");
+    }
+    SnapshotChunk first = chunks.get(0);
+    SnapshotChunk[] byIndex = new SnapshotChunk[first.count()];
+    for (SnapshotChunk chunk : chunks) {
+      if (chunk.epoch() != first.epoch() || chunk.seq() != first.seq() || chunk.count() != first.count()
+          || !chunk.model().equals(first.model())) {
+        throw new IllegalArgumentException("chunks of different copies: " + stamp(first) + " and " + stamp(chunk));
+      }
+      if (chunk.index() < 0 || chunk.index() >= byIndex.length || byIndex[chunk.index()] != null) {
+        throw new IllegalArgumentException("chunk " + chunk.index() + " of " + chunk.count() + " repeated or out of range");
+      }
+      byIndex[chunk.index()] = chunk;
+    }
+    List<LedgerSnapshot.Entry> bookings = new ArrayList<>();
+    for (int i = 0; i < byIndex.length; i++) {
+      if (byIndex[i] == null) {
+        throw new IllegalArgumentException("chunk " + i + " of " + byIndex.length + " missing");
+      }
+      bookings.addAll(byIndex[i].bookings());
+    }
+    SnapshotChunk head = byIndex[0];
+    return new RecoveredState(head.view(), head.loads(), new LedgerSnapshot(bookings, head.highestAttempt()),
+        head.seq());
+  }
+
+  private static String stamp(SnapshotChunk chunk) {
+    return chunk.model() + "@" + chunk.epoch() + "/" + chunk.seq() + " of " + chunk.count();
+  }
+
+  // ---- the estimate
+
+  /** The estimated encoded size of a whole chunk. */
+  public static int estimatedBytes(SnapshotChunk chunk) {
+    long size = baseBytes(chunk.model(), chunk.view(), chunk.loads());
+    for (LedgerSnapshot.Entry booking : chunk.bookings()) {
+      size += entryBytes(booking);
+    }
+    return (int) Math.min(Integer.MAX_VALUE, size);
+  }
+
+  /** A chunk without its bookings: its keys, model, numbers, view (or null), loads and the bookings' list header. */
+  private static long baseBytes(String model, ViewState view, List<RankRecord> loads) {
+    long size = HEADER + CHUNK_KEYS + string(model) + 6 * NUMBER + (view == null ? SMALL : viewBytes(view))
+        + HEADER + HEADER;
+    for (RankRecord load : loads) {
+      size += rankRecordBytes(load);
+    }
+    return size;
+  }
+
+  public static int entryBytes(LedgerSnapshot.Entry e) {
+    return HEADER + ENTRY_KEYS + string(e.requestId()) + rankBytes(e.rank()) + 7 * NUMBER + SMALL
+        + selectionBytes(e.selection()) + HEADER + NUMBER * e.sequenceHashes().length;
+  }
+
+  public static int viewBytes(ViewState view) {
+    int size = HEADER + VIEW_KEYS + string(view.model()) + 2 * NUMBER + string(view.policy()) + HEADER + HEADER;
+    for (WorkerConfig worker : view.workers()) {
+      size += HEADER + WORKER_KEYS + string(worker.workerId()) + 5 * NUMBER + string(worker.endpoint())
+          + string(worker.region()) + string(worker.role().name());
+    }
+    for (Map.Entry<String, String> parameter : view.parameters().entrySet()) {
+      size += string(parameter.getKey()) + string(parameter.getValue());
+    }
+    return size;
+  }
+
+  public static int rankRecordBytes(RankRecord record) {
+    return HEADER + RECORD_KEYS + string(record.workerId()) + NUMBER + rankLoadBytes(record.booked())
+        + (record.reported() == null ? SMALL : HEADER + REPORTED_KEYS + 4 * NUMBER);
+  }
+
+  private static int rankBytes(Rank rank) {
+    return HEADER + RANK_KEYS + string(rank.workerId()) + NUMBER;
+  }
+
+  private static int rankLoadBytes(RankLoad load) {
+    return load == null ? SMALL : HEADER + RANK_LOAD_KEYS + 4 * NUMBER;
+  }
+
+  private static int selectionBytes(SelectionResult s) {
+    if (s == null) {
+      return SMALL;
+    }
+    return HEADER + SELECTION_KEYS + rankBytes(s.rank()) + string(s.endpoint()) + string(s.region())
+        + 4 * NUMBER + rankLoadBytes(s.load()) + string(s.policy());
+  }
+
+  private static int string(String value) {
+    if (value == null) {
+      return SMALL;
+    }
+    int bytes = 0;
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      bytes += c < 0x80 ? 1 : c < 0x800 || Character.isSurrogate(c) ? 2 : 3; // a surrogate pair: 4 bytes
+    }
+    return HEADER + bytes;
+  }
+
+  /** The keys of a record's map: one header byte and the name of each component (names are ASCII, < 24 chars). */
+  private static int keys(Class<? extends Record> type) {
+    int size = 0;
+    for (RecordComponent component : type.getRecordComponents()) {
+      size += 1 + component.getName().getBytes(StandardCharsets.UTF_8).length;
+    }
+    return size;
+  }
+}

@@ -1,0 +1,220 @@
+package io.kvrouter.core.replication;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvrouter.core.Fixtures;
+import io.kvrouter.core.admission.AdmissionSettings;
+import io.kvrouter.core.admission.AdmissionState;
+import io.kvrouter.core.admission.BookOutcome;
+import io.kvrouter.core.admission.LedgerSnapshot;
+import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.selection.KvOverlapSource;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.testkit.ManualClock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Owner state → deltas → replica: under random sequences of every command, with deltas drained at random points, the
+ * replica equals the owner (workers, policy, every rank's booked and reported load, live bookings, active prefixes)
+ * after every delta; a delta applied twice changes nothing; a dropped delta makes the next one a GAP, and a snapshot
+ * restores equality.
+ */
+class ReplicationConvergenceTest {
+  private static final String MODEL = "m";
+  private static final int RUNS = 150;
+  private static final int STEPS = 250;
+  private static final String[] POLICIES = {"kv", "round_robin", "random", "least_in_flight", "power_of_two"};
+
+  /** A random owner with a fixed set of hash chains its Books use (and the comparison probes). */
+  private static final class Run {
+    final Random random;
+    final ManualClock clock = new ManualClock(1_700_000_000_000L);
+    final AdmissionState owner;
+    final ModelReplica replica = new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+    final List<long[]> chains = new ArrayList<>();
+    final List<WorkerConfig> workers = new ArrayList<>();
+    int applied;
+
+    Run(long seed) {
+      random = new Random(seed);
+      owner = new AdmissionState(MODEL, new AdmissionSettings(Duration.ofMillis(40), Duration.ofSeconds(10)), clock,
+          KvOverlapSource.NONE, view -> {}, 0);
+      for (int i = 0; i < 4; i++) {
+        workers.add(Fixtures.worker("w" + i, 1 + i % 2));
+      }
+      for (int c = 0; c < 4; c++) {
+        long[] chain = new long[1 + random.nextInt(6)];
+        for (int k = 0; k < chain.length; k++) {
+          chain[k] = c * 1000L + k; // chains share no hash, so a prefix of one is never part of another
+        }
+        chains.add(chain);
+      }
+    }
+
+    void step() {
+      int op = random.nextInt(100);
+      try {
+        if (op < 8) {
+          owner.register(workers.get(random.nextInt(workers.size())));
+        } else if (op < 12) {
+          owner.deregister(workers.get(random.nextInt(workers.size())).workerId());
+        } else if (op < 45) {
+          long[] chain = chains.get(random.nextInt(chains.size()));
+          long[] hashes = java.util.Arrays.copyOf(chain, 1 + random.nextInt(chain.length));
+          BookOutcome outcome = owner.book(new SelectionRequest(MODEL, "r" + random.nextInt(12), hashes,
+              16 * hashes.length + random.nextInt(16), 0, null, null, null, 0, null, null, null),
+              random.nextLong(), 0);
+          assertThat(outcome).isNotInstanceOf(BookOutcome.Queued.class);
+        } else if (op < 60) {
+          LedgerSnapshot.Entry live = anyLive();
+          if (live != null) {
+            owner.release(live.requestId(), random.nextInt(5) == 0 ? live.attempt() + 1 : live.attempt());
+          }
+        } else if (op < 68) {
+          LedgerSnapshot.Entry live = anyLive();
+          if (live != null) {
+            owner.markPrefillDone(live.requestId(), live.attempt());
+          }
+        } else if (op < 76) {
+          LedgerSnapshot.Entry live = anyLive();
+          if (live != null) {
+            owner.renew(live.requestId(), live.attempt());
+          }
+        } else if (op < 84) {
+          clock.advance(Duration.ofMillis(random.nextInt(25)));
+          owner.expire();
+        } else if (op < 88) {
+          String seed = random.nextBoolean() ? "" : Long.toString(random.nextInt(100));
+          owner.setPolicy(POLICIES[random.nextInt(POLICIES.length)], Map.of("seed", seed));
+        } else {
+          WorkerConfig worker = workers.get(random.nextInt(workers.size()));
+          owner.reportLoad(worker.workerId(), List.of(new RankReport(random.nextInt(worker.dpSize()),
+              random.nextInt(100), random.nextInt(1000), random.nextInt(4))));
+        }
+      } catch (RoutingException e) {
+        // unknown worker, no endpoint: the command changed nothing
+      }
+    }
+
+    LedgerSnapshot.Entry anyLive() {
+      List<LedgerSnapshot.Entry> live = owner.ledgerSnapshot().bookings();
+      return live.isEmpty() ? null : live.get(random.nextInt(live.size()));
+    }
+
+    /** Drains the owner's next delta and applies it (twice: the second time changes nothing). */
+    void replicate() {
+      ReplicaDelta delta = owner.drainReplicaDelta(clock.millis());
+      if (delta == null) {
+        return;
+      }
+      assertThat(replica.apply(delta, clock.millis())).isEqualTo(ModelReplica.Outcome.APPLIED);
+      Map<String, Object> once = Copies.ofReplica(replica, chains);
+      assertThat(once).isEqualTo(Copies.expected(owner, chains));
+      assertThat(replica.apply(delta, clock.millis())).isEqualTo(ModelReplica.Outcome.STALE);
+      assertThat(Copies.ofReplica(replica, chains)).isEqualTo(once);
+      applied++;
+    }
+
+    void snapshotTo(int maxChunkBytes) {
+      List<SnapshotChunk> chunks = new ArrayList<>(owner.replicaSnapshot(clock.millis(), maxChunkBytes));
+      java.util.Collections.shuffle(chunks, random);
+      for (int i = 0; i < chunks.size(); i++) {
+        assertThat(replica.apply(chunks.get(i), clock.millis())).isEqualTo(
+            i == chunks.size() - 1 ? ModelReplica.Outcome.APPLIED : ModelReplica.Outcome.PARTIAL);
+      }
+    }
+  }
+
+  @Test
+  void replicaEqualsOwnerAfterEveryDelta() {
+    int deltas = 0;
+    for (long seed = 0; seed < RUNS; seed++) {
+      Run run = new Run(seed);
+      run.snapshotTo(4096); // a new peer starts from a full copy
+      for (int step = 0; step < STEPS; step++) {
+        run.step();
+        if (run.random.nextInt(4) == 0) {
+          run.replicate();
+        }
+      }
+      run.replicate();
+      assertThat(Copies.ofReplica(run.replica, run.chains)).as("seed %d", seed)
+          .isEqualTo(Copies.expected(run.owner, run.chains));
+      deltas += run.applied;
+    }
+    assertThat(deltas).as("deltas applied over all runs").isGreaterThan(RUNS * 20);
+  }
+
+  @Test
+  void aDroppedDeltaIsAGapAndASnapshotRestoresEquality() {
+    int gaps = 0;
+    for (long seed = 0; seed < RUNS; seed++) {
+      Run run = new Run(seed);
+      run.snapshotTo(4096);
+      for (int step = 0; step < STEPS; step++) {
+        run.step();
+        if (run.random.nextInt(4) != 0) {
+          continue;
+        }
+        if (run.random.nextInt(5) != 0) {
+          run.replicate();
+          continue;
+        }
+        if (run.owner.drainReplicaDelta(run.clock.millis()) == null) {
+          continue; // nothing to lose
+        }
+        for (int more = 0; more < 5; more++) {
+          run.step();
+        }
+        ReplicaDelta next = run.owner.drainReplicaDelta(run.clock.millis());
+        if (next == null) {
+          run.owner.setPolicy("", Map.of()); // make one: every command after the lost delta must still GAP
+          next = run.owner.drainReplicaDelta(run.clock.millis());
+        }
+        assertThat(run.replica.apply(next, run.clock.millis())).isEqualTo(ModelReplica.Outcome.GAP);
+        assertThat(run.replica.staleness(run.clock.millis()).awaitingSnapshot()).isTrue();
+        assertThat(run.replica.staleness(run.clock.millis()).seqLag()).isEqualTo(2);
+        gaps++;
+        run.snapshotTo(1500 + run.random.nextInt(3000)); // every booking's hashes fit: none is cut
+        assertThat(Copies.ofReplica(run.replica, run.chains)).as("seed %d after the snapshot", seed)
+            .isEqualTo(Copies.expected(run.owner, run.chains));
+        Staleness staleness = run.replica.staleness(run.clock.millis());
+        assertThat(staleness.awaitingSnapshot()).isFalse();
+        assertThat(staleness.seqLag()).isZero();
+        assertThat(staleness.seq()).isEqualTo(next.seq());
+      }
+      run.replicate();
+      assertThat(Copies.ofReplica(run.replica, run.chains)).isEqualTo(Copies.expected(run.owner, run.chains));
+    }
+    assertThat(gaps).isGreaterThan(RUNS);
+  }
+
+  @Test
+  void theFirstDeltaOfAnEpochIsSeqOneAndNothingChangedDrainsNull() {
+    ManualClock clock = new ManualClock(5_000);
+    AdmissionState owner = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
+        view -> {}, 0, 42);
+    assertThat(owner.epoch()).isEqualTo(42);
+    owner.register(Fixtures.worker("a", 1));
+    ReplicaDelta first = owner.drainReplicaDelta(clock.millis());
+    assertThat(first.epoch()).isEqualTo(42);
+    assertThat(first.seq()).isEqualTo(1);
+    assertThat(first.view().workers()).extracting(WorkerConfig::workerId).containsExactly("a");
+    assertThat(owner.drainReplicaDelta(clock.millis())).isNull();
+    owner.reportLoad("a", List.of(new RankReport(0, 1, 2, 3)));
+    ReplicaDelta second = owner.drainReplicaDelta(clock.millis());
+    assertThat(second.seq()).isEqualTo(2);
+    assertThat(second.view()).as("membership did not change").isNull();
+    assertThat(second.loads()).singleElement().satisfies(load -> assertThat(load.reported().prefillTokens())
+        .isEqualTo(2));
+    assertThat(Set.of(owner.replicaSnapshot(clock.millis(), 4096).get(0).seq())).containsExactly(2L);
+  }
+}

@@ -1,0 +1,90 @@
+package io.kvrouter.core.replication;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvrouter.core.admission.LedgerSnapshot;
+import io.kvrouter.core.model.Rank;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Netting of booking changes within one delta, sequence numbers, and the null delta. */
+class ReplicationLogTest {
+  private final ReplicationLog log = new ReplicationLog("m", 7);
+
+  private static LedgerSnapshot.Entry entry(String requestId, long attempt) {
+    return new LedgerSnapshot.Entry(requestId, attempt, new Rank("a", 0), 10, 2, 1, 0, null, new long[] {1, 2}, 0,
+        false, 500);
+  }
+
+  private ReplicaDelta drain() {
+    return log.drain(1, () -> new ViewState("m", 7, 1, List.of(), "kv", java.util.Map.of()), rank -> null, 99);
+  }
+
+  @Test
+  void nothingChangedDrainsNullAndSeqStartsAtOne() {
+    assertThat(drain()).isNull();
+    assertThat(log.seq()).isZero();
+    log.rankChanged(new Rank("a", 0));
+    ReplicaDelta first = drain();
+    assertThat(first.seq()).isEqualTo(1);
+    assertThat(first.epoch()).isEqualTo(7);
+    assertThat(first.view()).isNull();
+    assertThat(first.highestAttempt()).isEqualTo(99);
+    assertThat(drain()).isNull();
+    log.viewChanged();
+    assertThat(drain().seq()).isEqualTo(2);
+  }
+
+  @Test
+  void openedThenClosedInOneIntervalIsInNeitherList() {
+    log.opened(entry("r1", 5));
+    log.changed(new BookingChange("r1", 5, true, 900));
+    log.closed("r1", 5);
+    assertThat(log.hasChanges()).isFalse();
+    assertThat(drain()).isNull();
+  }
+
+  @Test
+  void closedThenReopenedUnderANewAttemptIsClosedOldAndOpenedNew() {
+    log.opened(entry("r1", 5));
+    drain();
+    log.changed(new BookingChange("r1", 5, true, 900));
+    log.closed("r1", 5);
+    log.opened(entry("r1", 6));
+    ReplicaDelta delta = drain();
+    assertThat(delta.closed()).containsExactly(new ClosedBooking("r1", 5));
+    assertThat(delta.changed()).as("the change died with its booking").isEmpty();
+    assertThat(delta.opened()).extracting(LedgerSnapshot.Entry::attempt).containsExactly(6L);
+  }
+
+  @Test
+  void aChangeToABookingOpenedInTheSameIntervalIsFoldedIntoIt() {
+    log.opened(entry("r1", 5));
+    log.changed(new BookingChange("r1", 5, true, 900));
+    ReplicaDelta delta = drain();
+    assertThat(delta.changed()).isEmpty();
+    assertThat(delta.opened()).singleElement().satisfies(e -> {
+      assertThat(e.prefillDone()).isTrue();
+      assertThat(e.leaseExpiresAtMillis()).isEqualTo(900);
+    });
+    log.changed(new BookingChange("r1", 5, true, 950));
+    log.changed(new BookingChange("r1", 5, true, 1000));
+    assertThat(drain().changed()).containsExactly(new BookingChange("r1", 5, true, 1000));
+  }
+
+  @Test
+  void switchedOffItRecordsNothingAndDrainsNull() {
+    log.opened(entry("r1", 5));
+    log.setEnabled(false);
+    assertThat(log.hasChanges()).as("what was pending is dropped").isFalse();
+    log.opened(entry("r2", 6));
+    log.viewChanged();
+    log.rankChanged(new Rank("a", 0));
+    log.changed(new BookingChange("r2", 6, true, 1));
+    log.closed("r2", 6);
+    assertThat(drain()).isNull();
+    log.setEnabled(true);
+    log.opened(entry("r3", 7));
+    assertThat(drain().opened()).extracting(LedgerSnapshot.Entry::requestId).containsExactly("r3");
+  }
+}
