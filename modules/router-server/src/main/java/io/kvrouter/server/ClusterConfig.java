@@ -87,7 +87,8 @@ public final class ClusterConfig {
         "pekko.cluster.unreachable-nodes-reaper-interval", heartbeat,
         "pekko.cluster.failure-detector.acceptable-heartbeat-pause", millis(values, "acceptable-heartbeat-pause"),
         "pekko.cluster.split-brain-resolver.stable-after", millis(values, "stable-after"),
-        "pekko.cluster.down-removal-margin", millis(values, "down-removal-margin"));
+        "pekko.cluster.down-removal-margin", millis(values, "down-removal-margin"),
+        "pekko.cluster.sharding.retry-interval", millis(values, "shard-retry-interval"));
   }
 
   private static String millis(Config values, String key) {

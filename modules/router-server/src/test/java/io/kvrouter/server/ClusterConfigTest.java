@@ -65,6 +65,7 @@ class ClusterConfigTest {
     assertThat(duration(config, "pekko.cluster.failure-detector.acceptable-heartbeat-pause")).hasSeconds(3);
     assertThat(duration(config, "pekko.cluster.split-brain-resolver.stable-after")).hasSeconds(20);
     assertThat(duration(config, "pekko.cluster.down-removal-margin")).hasSeconds(20);
+    assertThat(duration(config, "pekko.cluster.sharding.retry-interval")).hasSeconds(2);
   }
 
   @Test
@@ -79,6 +80,7 @@ class ClusterConfigTest {
     assertThat(duration(config, "pekko.cluster.failure-detector.acceptable-heartbeat-pause")).hasMillis(1500);
     assertThat(duration(config, "pekko.cluster.split-brain-resolver.stable-after")).hasSeconds(3);
     assertThat(duration(config, "pekko.cluster.down-removal-margin")).hasSeconds(1);
+    assertThat(duration(config, "pekko.cluster.sharding.retry-interval")).hasMillis(200);
   }
 
   @Test
