@@ -163,6 +163,8 @@ final class ClusterBench {
     int observer = other(region, model.owner());
     ModelClient owner = region.node(model.owner()).cluster().client(model.model());
     List<PacedRow> rows = new ArrayList<>();
+    // warm-up (JIT): the first rate's window would otherwise include the compilation of the Book path
+    paced(owner, s.rates()[0], s.paceMillis() / 2, new Histogram(1, TimeUnit.SECONDS.toNanos(60), 3), pool);
     boolean saturated = false;
     for (int rate : s.rates()) {
       if (saturated) {
@@ -194,7 +196,8 @@ final class ClusterBench {
 
     report.heading("View propagation");
     report.paragraph(String.format("The owner (node %d) books and releases at a paced rate (each Book of a fresh "
-        + "request id released as soon as it is answered, for %,d ms per rate; achieved = Books answered within "
+        + "request id released as soon as it is answered, for %,d ms per rate after a warm-up at the first rate "
+        + "for half as long; achieved = Books answered within "
         + "the window; rates double until the achieved rate falls below 95 %% of the target or more than %,d "
         + "Books are in flight: *saturated*, and the last unsaturated rate is the highest the host sustains). A "
         + "watcher thread polls the owner's and node %d's `SelectionView` every 50 µs and keeps, per rank cell, "
@@ -606,7 +609,8 @@ final class ClusterBench {
     private final List<LoopbackRegion> regions = new ArrayList<>();
     private final Map<String, Boolean> unreachableNow = new ConcurrentHashMap<>();
     private final AtomicLong unreachable = new AtomicLong();
-    private final AtomicLong downedOrRemoved = new AtomicLong();
+    private final java.util.Set<String> downed = ConcurrentHashMap.newKeySet();
+    private final AtomicLong removed = new AtomicLong();
     private final Map<String, Integer> expected = new ConcurrentHashMap<>();
     private volatile boolean stopping;
     private final Thread thread = new Thread(this::loop, "membership-watch");
@@ -637,8 +641,9 @@ final class ClusterBench {
       return unreachable.get();
     }
 
+    /** Distinct (observer, member) pairs seen Down or Removed, plus members that vanished from a view. */
     long downedOrRemoved() {
-      return downedOrRemoved.get();
+      return downed.size() + removed.get();
     }
 
     private void loop() {
@@ -665,12 +670,12 @@ final class ClusterBench {
                 unreachableNow.remove(key);
               }
               if (m.status() == MemberStatus.down() || m.status() == MemberStatus.removed()) {
-                downedOrRemoved.incrementAndGet();
+                downed.add(key);
               }
             }
             int before = expected.merge(observer, members, Math::max);
             if (members < before) {
-              downedOrRemoved.addAndGet(before - members);
+              removed.addAndGet(before - members);
               expected.put(observer, members);
             }
           }
@@ -701,8 +706,9 @@ final class ClusterBench {
             + "kill: %d *held* bookings made through the two other nodes and left live, then %d Book → hold %d ms → "
             + "Release loops per surviving node (each Book of a fresh request id, 2 s deadline, 10 ms pause after "
             + "an error), every worker reporting its load every 200 ms through a surviving node, and a Register "
-            + "of an existing worker through a survivor every 100 ms (answered once the model's shard is served "
-            + "again). Kill = the owner's actor system stops without leaving the cluster or handing off its "
+            + "of an existing worker of a second model hosted on the same node through a survivor every 100 ms "
+            + "(*shard served again*: answered once the dead node's shards start elsewhere; the measured model "
+            + "gets nothing but the load's calls). Kill = the owner's actor system stops without leaving the cluster or handing off its "
             + "shards (`LoopbackRegion.crash`): its peers see it go silent, as after kill -9. Times are from the "
             + "kill as a survivor sees them: unreachable, downed by the resolver, removed; the first Book sent after "
             + "the kill that was admitted. Then %,d ms more load, the load stops, the held bookings are looked up "
@@ -752,6 +758,17 @@ final class ClusterBench {
     Placement placement = found;
     String model = placement.model();
     int victim = placement.owner();
+    // a second model on the same node, whose Register tells when the node's shards are served again without
+    // sending the measured model anything but the load's calls
+    Placement probe = null;
+    for (int attempt = 0; attempt < 10 && probe == null; attempt++) {
+      Placement p = place(region, MODEL + "-probe-" + (ownerOldest ? "oldest" : "younger") + "-" + attempt, 1,
+          victim);
+      probe = p.owner() == victim ? p : null;
+    }
+    if (probe == null) {
+      throw new IllegalStateException("could not place the probe model on node " + (victim + 1));
+    }
     int[] survivors = new int[2];
     for (int i = 0, k = 0; i < region.size(); i++) {
       if (i != victim) {
@@ -784,6 +801,7 @@ final class ClusterBench {
     });
     FailoverLoad load = new FailoverLoad(timers, pool, s.holdMillis(), s.failoverMaxMillis());
     AtomicLong registerAt = new AtomicLong(-1);
+    Placement probeModel = probe;
     try {
       // workers report their load through a survivor (a recovering actor admits only to ranks that reported)
       timers.scheduleAtFixedRate(() -> {
@@ -791,14 +809,15 @@ final class ClusterBench {
           via.apply(0).reportLoad(rank.workerId(), List.of(new RankReport(rank.dpRank(), 0, 0, 0)), CALL);
         }
       }, 0, 200, TimeUnit.MILLISECONDS);
-      // an existing worker's Register through a survivor: answered once the model's shard is served again
+      // the probe model's Register through a survivor: answered once the dead node's shards are served again
       timers.scheduleWithFixedDelay(() -> {
         if (registerAt.get() >= 0 || System.nanoTime() < load.killAt.get()) {
           return;
         }
         long sent = System.nanoTime();
         try {
-          via.apply(0).register(Fixtures.worker(Fixtures.workerId(0)), Duration.ofSeconds(1)).toCompletableFuture()
+          region.node(survivors[0]).cluster().client(probeModel.model())
+              .register(Fixtures.worker(Fixtures.workerId(0)), Duration.ofSeconds(1)).toCompletableFuture()
               .get(2, TimeUnit.SECONDS);
           registerAt.compareAndSet(-1, sent);
         } catch (InterruptedException e) {
@@ -808,7 +827,8 @@ final class ClusterBench {
         }
       }, 0, 100, TimeUnit.MILLISECONDS);
       for (int c = 0; c < 2 * s.loadCallers(); c++) {
-        load.start(via.apply(c));
+        int caller = c;
+        load.start(() -> via.apply(caller));
       }
       MembershipTimes times = new MembershipTimes(region.node(survivors[0]), region.address(victim));
       LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(1));
@@ -939,7 +959,8 @@ final class ClusterBench {
       this.giveUpNanos = TimeUnit.MILLISECONDS.toNanos(giveUpMillis);
     }
 
-    void start(ModelClient client) {
+    /** Starts one loop; {@code client} is looked up per call (a facade is valid for the life of one actor). */
+    void start(java.util.function.Supplier<ModelClient> client) {
       loops.incrementAndGet();
       book(client);
     }
@@ -956,14 +977,15 @@ final class ClusterBench {
      * Books a fresh request id; when admitted, holds it, then releases it (retried until answered: Release is
      * idempotent) and books again; after an error books again 10 ms later. Stops when {@code running} is off.
      */
-    private void book(ModelClient client) {
+    private void book(java.util.function.Supplier<ModelClient> client) {
       if (!running.get()) {
         loops.decrementAndGet();
         return;
       }
       long sent = System.nanoTime();
       String id = "cycle-" + ids.incrementAndGet();
-      client.book(Requests.of(client.model(), id, 512), CALL).whenCompleteAsync((answer, failure) -> {
+      ModelClient facade = client.get();
+      facade.book(Requests.of(facade.model(), id, 512), CALL).whenCompleteAsync((answer, failure) -> {
         long now = System.nanoTime();
         if (failure != null) {
           error(failure);
@@ -979,8 +1001,8 @@ final class ClusterBench {
       }, pool);
     }
 
-    private void release(ModelClient client, Acked acked, long giveUpAt) {
-      client.release(acked.requestId(), acked.attempt(), CALL).whenCompleteAsync((result, failure) -> {
+    private void release(java.util.function.Supplier<ModelClient> client, Acked acked, long giveUpAt) {
+      client.get().release(acked.requestId(), acked.attempt(), CALL).whenCompleteAsync((result, failure) -> {
         long now = System.nanoTime();
         if (failure != null && now < giveUpAt) {
           timers.schedule(() -> release(client, acked, giveUpAt), 100, TimeUnit.MILLISECONDS);
