@@ -63,6 +63,10 @@ public final class Bench implements Runnable {
     cli.addSubcommand("memory", subcommand("Heap after GC and admission entities before and after calls on "
         + "distinct unknown models and register/deregister cycles (run alone, in its own JVM).",
         List.of(new Benchmark("memory", "", MemoryBench::run))));
+    // not in `all`: six router nodes in this JVM, and a failover that takes its own time
+    cli.addSubcommand("cluster", subcommand("One region of three nodes in this JVM: view propagation, Books through a "
+        + "non-owner node, replication's cost to the owner, failover (run alone, in its own JVM).",
+        List.of(new Benchmark("cluster", "", ClusterBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);

@@ -36,7 +36,9 @@ public final class Main {
     if (System.getProperty(COMMON_POOL_PARALLELISM) == null) {
       System.setProperty(COMMON_POOL_PARALLELISM, "4");
     }
-    RouterNode node = init(ConfigFactory.empty());
+    // A node the split-brain resolver downs (or that leaves) ends its JVM, so whatever supervises it restarts it
+    // instead of keeping a process whose cluster is gone; Main.init in tests keeps the JVM.
+    RouterNode node = init(ConfigFactory.parseString("pekko.coordinated-shutdown.exit-jvm = on"));
     System.out.println("kvrouter is up: gRPC " + node.grpcHost() + ":" + node.grpcPort()
         + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)");
   }
@@ -54,11 +56,14 @@ public final class Main {
   public static RouterNode init(Config overrides, Clock clock, RouterCluster.AdmissionDecorator admission) {
     bridgeJavaUtilLogging();
     warnIfCommonPoolTooSmall();
-    Config config = ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application")));
-    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "kvrouter", config);
+    Config config = ClusterConfig.apply(
+        ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application"))));
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), config.getString("kvrouter.cluster.system-name"),
+        config);
     try {
       Cluster cluster = Cluster.get(system);
-      if (config.getBoolean("kvrouter.cluster.join-self")) {
+      // with seed nodes, Pekko joins them by itself
+      if (ClusterConfig.joinsSelf(config)) {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       }
       RouterCluster routing = RouterCluster.init(system, clock, admission);
