@@ -15,7 +15,6 @@ import io.kvrouter.core.testkit.ManualClock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.function.Predicate;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -27,7 +26,6 @@ import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -92,31 +90,12 @@ class KvEventFanoutClusterTest {
   }
 
   @Test
-  @Disabled("needs a view of the model on every node: issue 10's view replication (branch i10cluster); on main "
-      + "only the node hosting the model's admission actor has one")
   void reverseHalvesThroughTwoNodesApplyInOrderOnEveryNode() {
     join(nodes.get(0).client(MODEL).register(TestCluster.worker("w"), null));
     await().atMost(WAIT).until(() -> kits.stream().allMatch(kit -> {
       SelectionView view = ViewRegistry.get(kit.system()).view(MODEL);
       return view != null && view.worker("w") != null;
     }));
-    reverseHalvesThenARealGap();
-  }
-
-  /**
-   * The same with views copied by hand from the node hosting the admission actor to the others (what view
-   * replication does), so the fan-out and sequencing across real nodes run without it.
-   */
-  @Test
-  void reverseHalvesThroughTwoNodesApplyInOrderOnEveryNodeGivenItsView() {
-    join(nodes.get(0).client(MODEL).register(TestCluster.worker("w"), null));
-    SelectionView owners = kits.stream().map(kit -> ViewRegistry.get(kit.system()).view(MODEL))
-        .filter(Objects::nonNull).findFirst().orElseThrow();
-    for (ActorTestKit kit : kits) {
-      if (ViewRegistry.get(kit.system()).view(MODEL) == null) {
-        ViewRegistry.get(kit.system()).publish(owners);
-      }
-    }
     reverseHalvesThenARealGap();
   }
 

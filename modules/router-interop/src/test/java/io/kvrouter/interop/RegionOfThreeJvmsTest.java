@@ -38,7 +38,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
@@ -152,12 +151,8 @@ class RegionOfThreeJvmsTest {
     assertThat(state(client(host.number()), model).getBookingsList()).isEmpty();
   }
 
-  /**
-   * Any node serves any model: needs the replicated views and the relaying facade of issue 10 (branch i10cluster);
-   * on a node that does not host the model's actor, Select and Book answer NOT_FOUND UNKNOWN_MODEL without them.
-   */
+  /** Any node serves any model: Select and Book through nodes 2 and 3, Release through node 1. */
   @Test
-  @Disabled("needs the i10cluster merge (replicated views, mutations relayed through the shard region)")
   void everyNodeServesAModelRegisteredThroughAnother() {
     awaitRegionUp();
 
