@@ -50,6 +50,12 @@ public record RoutingError(Code code, String reason, String message) {
    * started, and none has yet.
    */
   public static final String RECOVERING = "RECOVERING";
+  /** UNAUTHENTICATED: auth is on and the call carried no bearer token. */
+  public static final String MISSING_TOKEN = "MISSING_TOKEN";
+  /** UNAUTHENTICATED: the call's bearer token is none of the configured ones. */
+  public static final String UNKNOWN_TOKEN = "UNKNOWN_TOKEN";
+  /** PERMISSION_DENIED: the call's token is known but lacks the role its service requires. */
+  public static final String MISSING_ROLE = "MISSING_ROLE";
 
   /** The most characters of caller input that a message quotes (see {@link #echo}). */
   public static final int MAX_ECHO = 128;

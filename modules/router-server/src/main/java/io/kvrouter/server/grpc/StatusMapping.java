@@ -63,6 +63,11 @@ public final class StatusMapping {
         "request message is not a valid protobuf message: " + RoutingError.echo(detail)));
   }
 
+  /** A call refused by the router's token check (UNAUTHENTICATED, PERMISSION_DENIED), logged rate-limited. */
+  public static RoutingError accessDenied(RoutingError error) {
+    return logged(error);
+  }
+
   /** Bodies the transport rejects are logged, rate-limited (the rest of bad input is the caller's business). */
   private static RoutingError logged(RoutingError error) {
     RejectionLog.rejected(error.reason(), error.message());

@@ -3,6 +3,7 @@ package io.kvrouter.server.transport;
 import com.typesafe.config.Config;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -11,9 +12,9 @@ import org.apache.pekko.actor.typed.ActorSystem;
 public final class GrpcTransport {
   private GrpcTransport() {}
 
-  /** {@code kvrouter.grpc}, read once. */
+  /** {@code kvrouter.grpc} and {@code kvrouter.auth}, read once (TLS files and token files too). */
   public record Settings(Binding binding, String host, int port, long maxMessageBytes,
-      long transportMaxMessageBytes, Duration lateCancelWindow) {
+      long transportMaxMessageBytes, Duration lateCancelWindow, Optional<GrpcTls> tls, Optional<TokenAuth> auth) {
 
     public Settings {
       if (transportMaxMessageBytes <= maxMessageBytes || transportMaxMessageBytes > Integer.MAX_VALUE) {
@@ -29,7 +30,8 @@ public final class GrpcTransport {
       Config grpc = root.getConfig("kvrouter.grpc");
       return new Settings(Binding.fromConfig(grpc.getString("binding")), grpc.getString("host"), grpc.getInt("port"),
           grpc.getBytes("max-message-bytes"), grpc.getBytes("transport-max-message-bytes"),
-          grpc.getDuration("late-cancel-window"));
+          grpc.getDuration("late-cancel-window"), GrpcTls.fromConfig(grpc),
+          Optional.ofNullable(TokenAuth.fromConfig(root)));
     }
   }
 
@@ -38,13 +40,12 @@ public final class GrpcTransport {
 
   public static CompletionStage<Bound> start(ActorSystem<?> system, Settings settings, GrpcServices services) {
     return switch (settings.binding()) {
-      case PEKKO -> PekkoBinding.start(system, services, settings.host(), settings.port(), settings.maxMessageBytes())
+      case PEKKO -> PekkoBinding.start(system, services, settings)
           .thenApply(address -> new Bound(Binding.PEKKO, address));
       case NETTY -> {
         try {
           yield CompletableFuture.completedFuture(new Bound(Binding.NETTY, NettyBinding.start(system, services,
-              settings.host(), settings.port(), settings.maxMessageBytes(), settings.transportMaxMessageBytes(),
-              settings.lateCancelWindow())));
+              settings)));
         } catch (RuntimeException e) {
           yield CompletableFuture.failedFuture(e);
         }

@@ -10,10 +10,12 @@ import io.grpc.netty.shaded.io.netty.channel.ChannelHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.ChannelDuplexHandler;
 import io.grpc.netty.shaded.io.netty.channel.ChannelHandlerContext;
+import io.grpc.netty.shaded.io.netty.channel.ChannelInboundHandlerAdapter;
 import io.grpc.netty.shaded.io.netty.channel.ChannelPromise;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Exception;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2FrameListenerDecorator;
 import io.grpc.netty.shaded.io.netty.handler.codec.http2.Http2Headers;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslHandler;
 import io.grpc.netty.shaded.io.netty.util.AsciiString;
 import io.grpc.netty.shaded.io.netty.util.concurrent.EventExecutor;
 import io.kvrouter.api.v1.RouterGrpc;
@@ -56,6 +58,7 @@ final class LateCancels {
   /** HTTP/2's CANCEL error code: what gRPC clients send when their caller cancels or its deadline passes. */
   private static final long CANCEL = 0x8;
   private static final String BOOK = RouterGrpc.getBookMethod().getFullMethodName();
+  private static final AsciiString TLS = AsciiString.of("https");
   private static final Context.Key<CallStream> CALL_STREAM = Context.key("kvrouter-book-stream");
   /** The connection whose HEADERS frame grpc-java is processing on this event-loop thread, while it does. */
   private static final ThreadLocal<Connection> OPENING = new ThreadLocal<>();
@@ -103,7 +106,7 @@ final class LateCancels {
         Connection connection = new Connection();
         // grpc-java's handler sets its frame listener when it is built, before it reads a frame
         grpcHandler.decoder().frameListener(new StreamOpening(grpcHandler.decoder().frameListener(), connection));
-        return new Installer(connection, negotiator.newHandler(grpcHandler));
+        return new Installer(connection, negotiator.newHandler(grpcHandler), TLS.contentEquals(negotiator.scheme()));
       }
 
       @Override
@@ -263,21 +266,49 @@ final class LateCancels {
     }
   }
 
-  /** Puts the tap in front of the negotiator's handler, then steps aside for that handler. */
+  /**
+   * Puts the tap in front of the negotiator's handler, then steps aside for that handler. With TLS the tap must see
+   * the decrypted bytes, but grpc-java's TLS negotiator adds its SslHandler only later (in front of its own handler,
+   * so behind the tap): there a {@link BehindTls} stands in front of the negotiator instead, and moves the tap
+   * behind the SslHandler at the connection's first read, before the SslHandler has decrypted (or written) anything.
+   */
   private static final class Installer extends ChannelHandlerAdapter {
     private final Connection connection;
     private final ChannelHandler negotiation;
+    private final boolean tls;
 
-    Installer(Connection connection, ChannelHandler negotiation) {
+    Installer(Connection connection, ChannelHandler negotiation, boolean tls) {
       this.connection = connection;
       this.negotiation = negotiation;
+      this.tls = tls;
     }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
       connection.loop = ctx.executor();
-      ctx.pipeline().addBefore(ctx.name(), null, new FrameTap(connection));
+      ctx.pipeline().addBefore(ctx.name(), null, tls ? new BehindTls(connection) : new FrameTap(connection));
       ctx.pipeline().replace(this, null, negotiation);
+    }
+  }
+
+  /** Installs the connection's {@link FrameTap} right behind the SslHandler once the connection is read from. */
+  private static final class BehindTls extends ChannelInboundHandlerAdapter {
+    private final Connection connection;
+
+    BehindTls(Connection connection) {
+      this.connection = connection;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      ChannelHandlerContext tls = ctx.pipeline().context(SslHandler.class);
+      if (tls == null) {
+        log.warn("no SslHandler on a TLS connection: late cancels are not watched on it");
+      } else {
+        ctx.pipeline().addAfter(tls.name(), null, new FrameTap(connection));
+      }
+      ctx.fireChannelRead(msg);
+      ctx.pipeline().remove(this);
     }
   }
 

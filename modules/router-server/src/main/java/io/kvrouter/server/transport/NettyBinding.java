@@ -1,7 +1,10 @@
 package io.kvrouter.server.transport;
 
 import io.grpc.Server;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.netty.shaded.io.grpc.netty.InternalProtocolNegotiator;
 import io.grpc.netty.shaded.io.grpc.netty.InternalProtocolNegotiators;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.services.ProtoReflectionService;
@@ -15,6 +18,7 @@ import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -35,8 +39,11 @@ import org.apache.pekko.actor.typed.DispatcherSelector;
  * RESOURCE_EXHAUSTED and the MESSAGE_TOO_LARGE reason after the body was read whole, as on the PEKKO binding
  * (grpc-java's own rejection carries no trailers of ours).
  *
- * <p>Late cancels: unless {@code kvrouter.grpc.late-cancel-window} is 0, the plaintext negotiator is wrapped by
- * {@link LateCancels}, so that a client's cancel arriving after a Book's answer was written, but sent before the client
+ * <p>TLS ({@code kvrouter.grpc.tls}): grpc-java's server TLS negotiator instead of the plaintext one. Auth
+ * ({@code kvrouter.auth}): {@link TokenAuth}'s interceptor on each service that requires a role.
+ *
+ * <p>Late cancels: unless {@code kvrouter.grpc.late-cancel-window} is 0, the negotiator (plaintext or TLS) is
+ * wrapped by {@link LateCancels}, so that a client's cancel arriving after a Book's answer was written, but sent before the client
  * had read past it, still frees the booking.
  */
 final class NettyBinding {
@@ -47,20 +54,31 @@ final class NettyBinding {
   private NettyBinding() {}
 
   /** Starts the server and stops it on the actor system's CoordinatedShutdown. */
-  static InetSocketAddress start(ActorSystem<?> system, GrpcServices services, String host, int port,
-      long maxMessageBytes, long transportMaxMessageBytes, Duration lateCancelWindow) {
+  static InetSocketAddress start(ActorSystem<?> system, GrpcServices services, GrpcTransport.Settings settings) {
+    String host = settings.host();
+    int port = settings.port();
     NettyCalls calls = new NettyCalls(system, services);
     NettyServerBuilder builder = NettyServerBuilder.forAddress(new InetSocketAddress(host, port))
         .directExecutor()
-        .maxInboundMessageSize((int) transportMaxMessageBytes);
-    if (!lateCancelWindow.isZero()) {
-      LateCancels lateCancels = new LateCancels(lateCancelWindow, LATE_CANCEL_STREAMS);
-      builder.protocolNegotiator(lateCancels.around(InternalProtocolNegotiators.serverPlaintext()))
-          .addStreamTracerFactory(lateCancels.tracers());
+        .maxInboundMessageSize((int) settings.transportMaxMessageBytes());
+    InternalProtocolNegotiator.ProtocolNegotiator negotiator = settings.tls()
+        .map(tls -> InternalProtocolNegotiators.serverTls(tls.nettyContext()))
+        .orElseGet(InternalProtocolNegotiators::serverPlaintext);
+    if (settings.lateCancelWindow().isZero()) {
+      builder.protocolNegotiator(negotiator);
+    } else {
+      LateCancels lateCancels = new LateCancels(settings.lateCancelWindow(), LATE_CANCEL_STREAMS);
+      builder.protocolNegotiator(lateCancels.around(negotiator)).addStreamTracerFactory(lateCancels.tracers());
     }
+    Optional<ServerInterceptor> auth = settings.auth().map(tokens -> tokens.interceptor(system.classicSystem()));
     for (ServerServiceDefinition service : List.of(RouterGrpc.bindService(calls), WorkersGrpc.bindService(calls),
         AdminGrpc.bindService(calls), HealthGrpc.bindService(calls))) {
-      builder.addService(LimitedRequests.rebind(service, maxMessageBytes, system.classicSystem()));
+      ServerServiceDefinition limited = LimitedRequests.rebind(service, settings.maxMessageBytes(),
+          system.classicSystem());
+      boolean guarded = settings.auth().map(tokens -> tokens.guards(service.getServiceDescriptor().getName()))
+          .orElse(false);
+      // intercepted last, so the token is checked before anything else runs
+      builder.addService(guarded ? ServerInterceptors.intercept(limited, auth.get()) : limited);
     }
     builder.addService(ProtoReflectionServiceV1.newInstance());
     builder.addService(reflectionV1Alpha());

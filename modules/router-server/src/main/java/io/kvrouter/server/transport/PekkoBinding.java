@@ -16,21 +16,31 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.grpc.javadsl.ServerReflection;
 import org.apache.pekko.grpc.javadsl.ServiceHandler;
+import org.apache.pekko.http.javadsl.ConnectionContext;
 import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.ServerBuilder;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.japi.function.Function;
 
-/** The PEKKO binding: Pekko gRPC's generated handlers for Router, Workers, Admin, health and reflection on pekko-http. */
+/**
+ * The PEKKO binding: Pekko gRPC's generated handlers for Router, Workers, Admin, health and reflection on pekko-http;
+ * with {@code kvrouter.grpc.tls} over HTTPS (HTTP/2 by ALPN), with {@code kvrouter.auth} behind {@link TokenAuth}.
+ */
 final class PekkoBinding {
   private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(3);
 
   private PekkoBinding() {}
 
   /** Binds the port; it is released on the actor system's CoordinatedShutdown. */
-  static CompletionStage<InetSocketAddress> start(ActorSystem<?> system, GrpcServices services, String host, int port,
-      long maxMessageBytes) {
-    return Http.get(system).newServerAt(host, port).bind(handler(system, services, maxMessageBytes))
+  static CompletionStage<InetSocketAddress> start(ActorSystem<?> system, GrpcServices services,
+      GrpcTransport.Settings settings) {
+    ServerBuilder server = Http.get(system).newServerAt(settings.host(), settings.port());
+    if (settings.tls().isPresent()) {
+      server = server.enableHttps(ConnectionContext.httpsServer(settings.tls().get().pekkoEngines()));
+    }
+    var handler = handler(system, services, settings.maxMessageBytes());
+    return server.bind(settings.auth().map(auth -> auth.around(system.classicSystem(), handler)).orElse(handler))
         .thenApply(binding -> {
           binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
           return binding.localAddress();
