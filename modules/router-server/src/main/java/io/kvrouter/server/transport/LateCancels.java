@@ -47,7 +47,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The pieces, all on the connection's event loop: {@link #around} wraps the server's protocol negotiator so that
  * each connection gets a {@code FrameTap} in front of grpc-java's handler (it must see the HTTP/2 bytes: with TLS it
- * goes right after the SslHandler; before it, it sees no preface and stays idle), which reads frame headers both
+ * goes right after the SslHandler, moved there at the first read; before it, it would see no preface and stay idle,
+ * LateCancelOverTlsTest), which reads frame headers both
  * ways and writes the PINGs, and a decorator on that handler's frame listener, which marks the stream whose HEADERS
  * grpc-java is processing and keeps our PING acknowledgements from it; grpc-java creates a call's
  * {@link ServerStreamTracer} synchronously while it processes those HEADERS, so the {@link #tracers} factory ties a

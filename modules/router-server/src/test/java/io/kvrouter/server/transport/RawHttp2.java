@@ -15,6 +15,9 @@ import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
+import javax.net.ssl.SSLSocket;
 
 /**
  * A client connection that writes HTTP/2 frames by hand, for frame sequences no gRPC client library lets a test
@@ -39,12 +42,34 @@ final class RawHttp2 implements AutoCloseable {
   private final DataInputStream in;
   private final OutputStream out;
   private final String authority;
+  private final String scheme;
   private final DefaultHttp2HeadersEncoder encoder = new DefaultHttp2HeadersEncoder();
   private final DefaultHttp2HeadersDecoder decoder = new DefaultHttp2HeadersDecoder(true);
   private int nextStreamId = 1;
 
   RawHttp2(int port) throws IOException {
-    socket = new Socket("127.0.0.1", port);
+    this(new Socket("127.0.0.1", port), port, "http");
+  }
+
+  /**
+   * Over TLS: the handshake (ALPN h2) is done here with {@code tls}, which must trust the server's certificate; the
+   * frames then travel encrypted, as a gRPC client's would.
+   */
+  static RawHttp2 overTls(int port, SSLContext tls) throws IOException {
+    SSLSocket socket = (SSLSocket) tls.getSocketFactory().createSocket("127.0.0.1", port);
+    SSLParameters parameters = socket.getSSLParameters();
+    parameters.setApplicationProtocols(new String[] {"h2"});
+    socket.setSSLParameters(parameters);
+    socket.startHandshake();
+    if (!"h2".equals(socket.getApplicationProtocol())) {
+      throw new IOException("the server did not agree to h2 by ALPN: " + socket.getApplicationProtocol());
+    }
+    return new RawHttp2(socket, port, "https");
+  }
+
+  private RawHttp2(Socket socket, int port, String scheme) throws IOException {
+    this.socket = socket;
+    this.scheme = scheme;
     socket.setTcpNoDelay(true);
     socket.setSoTimeout(10_000);
     in = new DataInputStream(socket.getInputStream());
@@ -58,7 +83,7 @@ final class RawHttp2 implements AutoCloseable {
   int unary(String path, byte[] message) throws IOException, Http2Exception {
     int streamId = nextStreamId;
     nextStreamId += 2;
-    Http2Headers headers = new DefaultHttp2Headers().method("POST").scheme("http").path(path).authority(authority)
+    Http2Headers headers = new DefaultHttp2Headers().method("POST").scheme(scheme).path(path).authority(authority)
         .add("content-type", "application/grpc").add("te", "trailers");
     ByteBuf block = Unpooled.buffer();
     try {
