@@ -2,10 +2,16 @@ package io.kvrouter.cli;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import io.grpc.CallCredentials;
+import io.grpc.Metadata;
+import io.kvrouter.api.BearerToken;
+import io.kvrouter.api.PemTls;
 import io.kvrouter.api.v1.AdminClient;
 import io.kvrouter.api.v1.RouterClient;
 import io.kvrouter.api.v1.WorkersClient;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.grpc.GrpcClientSettings;
@@ -13,7 +19,8 @@ import org.apache.pekko.grpc.GrpcClientSettings;
 /**
  * One CLI invocation's connection: a quiet local ActorSystem (config {@code kvrouter-cli.conf}, not
  * {@code application.conf}, so the CLI never picks up or shadows a server's configuration on a shared classpath)
- * and lazily created plaintext clients with a per-call deadline. Closing terminates the ActorSystem.
+ * and lazily created clients with a per-call deadline, plaintext or TLS, with a bearer token if given. Closing
+ * terminates the ActorSystem.
  */
 final class CliSession implements AutoCloseable {
 
@@ -25,13 +32,41 @@ final class CliSession implements AutoCloseable {
   private WorkersClient workers;
   private AdminClient admin;
 
-  CliSession(Args.Target target, Duration deadline) {
+  /**
+   * How the CLI authenticates: a bearer token (or null), TLS, trusting {@code caFile}'s CAs (null: the JDK's), with a
+   * client certificate when {@code certFile} and {@code keyFile} are given.
+   */
+  record Security(String token, boolean tls, Path caFile, Path certFile, Path keyFile) {
+    GrpcClientSettings applyTo(GrpcClientSettings settings) {
+      GrpcClientSettings secured = tls
+          ? settings.withTls(true).withSslContext(PemTls.context(
+              certFile == null ? null : PemTls.keyManagers(certFile, keyFile),
+              caFile == null ? null : PemTls.trustManagers(caFile)))
+          : settings.withTls(false);
+      return token == null ? secured : secured.withCallCredentials(new Bearer(token));
+    }
+  }
+
+  /** Sends {@code authorization: Bearer <token>} with every call. */
+  private static final class Bearer extends CallCredentials {
+    private final Metadata headers = new Metadata();
+
+    Bearer(String token) {
+      headers.put(BearerToken.KEY, BearerToken.headerValue(token));
+    }
+
+    @Override
+    public void applyRequestMetadata(RequestInfo requestInfo, Executor appExecutor, MetadataApplier applier) {
+      applier.apply(headers);
+    }
+  }
+
+  CliSession(Args.Target target, Duration deadline, Security security) {
     Config config = ConfigFactory.load("kvrouter-cli");
     this.system = ActorSystem.create("kvrouter-cli", config);
     try {
-      this.settings = GrpcClientSettings.connectToServiceAt(target.host(), target.port(), system)
-          .withTls(false)
-          .withDeadline(deadline);
+      this.settings = security.applyTo(GrpcClientSettings.connectToServiceAt(target.host(), target.port(), system)
+          .withDeadline(deadline));
     } catch (RuntimeException e) {
       terminate();
       throw e;

@@ -39,11 +39,12 @@ abstract class ClientCommand implements Callable<Integer> {
   @Override
   public final Integer call() {
     Function<CliSession, CompletionStage<? extends MessageOrBuilder>> call = prepare();
+    CliSession.Security security = root.security();
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
     Duration timeout = root.timeout();
     MessageOrBuilder answer;
-    try (CliSession session = new CliSession(root.target(), timeout)) {
+    try (CliSession session = new CliSession(root.target(), timeout, security)) {
       answer = call.apply(session)
           .toCompletableFuture()
           .get(timeout.plus(LOCAL_WAIT_MARGIN).toMillis(), TimeUnit.MILLISECONDS);

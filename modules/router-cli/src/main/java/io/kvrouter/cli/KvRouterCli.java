@@ -2,6 +2,8 @@ package io.kvrouter.cli;
 
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -81,6 +83,59 @@ public final class KvRouterCli implements Runnable {
     } catch (IllegalArgumentException e) {
       throw new ParameterException(spec.commandLine(), e.getMessage());
     }
+  }
+
+  @Option(
+      names = "--token",
+      scope = ScopeType.INHERIT,
+      paramLabel = "TOKEN",
+      defaultValue = "${env:KVROUTER_TOKEN}",
+      description = "Bearer token sent with every call, for a router with kvrouter.auth on (default: $KVROUTER_TOKEN).")
+  String token;
+
+  @Option(
+      names = "--tls",
+      scope = ScopeType.INHERIT,
+      description = "Connect over TLS, trusting the JDK's CAs (implied by --ca-file and --cert-file).")
+  boolean tls;
+
+  @Option(
+      names = "--ca-file",
+      scope = ScopeType.INHERIT,
+      paramLabel = "PEM",
+      defaultValue = "${env:KVROUTER_CA_FILE}",
+      description = "Connect over TLS, trusting only the CA certificates in this PEM file (default: $KVROUTER_CA_FILE).")
+  Path caFile;
+
+  @Option(
+      names = "--cert-file",
+      scope = ScopeType.INHERIT,
+      paramLabel = "PEM",
+      defaultValue = "${env:KVROUTER_CERT_FILE}",
+      description = "Client certificate chain (PEM) for a router that verifies clients; needs --key-file "
+          + "(default: $KVROUTER_CERT_FILE).")
+  Path certFile;
+
+  @Option(
+      names = "--key-file",
+      scope = ScopeType.INHERIT,
+      paramLabel = "PEM",
+      defaultValue = "${env:KVROUTER_KEY_FILE}",
+      description = "The client certificate's unencrypted PKCS#8 key (PEM) (default: $KVROUTER_KEY_FILE).")
+  Path keyFile;
+
+  /** The connection's security options, checked: a usage error when a client certificate lacks its key. */
+  public CliSession.Security security() {
+    if ((certFile == null) != (keyFile == null)) {
+      throw new ParameterException(spec.commandLine(), "--cert-file and --key-file go together");
+    }
+    for (Path file : new Path[] {caFile, certFile, keyFile}) {
+      if (file != null && !Files.isReadable(file)) {
+        throw new ParameterException(spec.commandLine(), "cannot read " + file);
+      }
+    }
+    return new CliSession.Security(token == null || token.isBlank() ? null : token,
+        tls || caFile != null || certFile != null, caFile, certFile, keyFile);
   }
 
   public Args.Target target() {
