@@ -383,9 +383,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       return;
     }
     long now = env.clock().millis();
-    ReplicaDelta delta = state.drainReplicaDelta(now);
-    if (delta != null) {
-      replicationSeq = delta.seq();
+    List<ReplicaDelta> deltas = state.drainReplicaDeltas(now, env.replication().maxChunkBytes());
+    if (!deltas.isEmpty()) {
+      replicationSeq = deltas.get(deltas.size() - 1).seq();
     }
     Set<ActorRef<ReplicaNode.Command>> listed = env.peers().others();
     peers.keySet().retainAll(listed);
@@ -397,9 +397,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
           && now - progress.waitingSinceMillis >= resendAfter;
       if (progress == null || ((progress.wantsSnapshot || lagging) && progress.maySnapshot(now, resendAfter))) {
         behind.add(peer);
-      } else if (delta != null) {
-        peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf()));
-        progress.sent(delta.seq(), now);
+      } else if (!deltas.isEmpty()) {
+        deltas.forEach(delta -> peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf())));
+        progress.sent(replicationSeq, now);
       }
     }
     if (behind.isEmpty()) {

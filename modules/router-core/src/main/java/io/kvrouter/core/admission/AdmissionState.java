@@ -45,7 +45,7 @@ import java.util.function.Consumer;
  *
  * <p>Every incarnation has an {@link #epoch()} that orders its views, load records and replication sequence numbers
  * above the previous incarnation's. What changes is recorded in a {@link ReplicationLog} and drained as
- * {@link ReplicaDelta}s ({@link #drainReplicaDelta}) or cut into a full copy ({@link #replicaSnapshot}); a state
+ * {@link ReplicaDelta}s ({@link #drainReplicaDeltas}) or cut into a full copy ({@link #replicaSnapshot}); a state
  * {@link #recover recovered} from a replica's copy starts in recovery mode (see {@link #recovering()}).
  */
 public final class AdmissionState {
@@ -187,16 +187,20 @@ public final class AdmissionState {
   }
 
   /**
-   * Turns recording of changes for replication on or off (on by default): off, {@link #drainReplicaDelta} answers
+   * Turns recording of changes for replication on or off (on by default): off, {@link #drainReplicaDeltas} answers
    * null and Books skip the bookkeeping, which is how the bench measures what replication costs the owner.
    */
   public void setReplicationEnabled(boolean enabled) {
     replication.setEnabled(enabled);
   }
 
-  /** What changed since the previous delta (seq + 1), or null when nothing did. */
-  public ReplicaDelta drainReplicaDelta(long nowMillis) {
-    return replication.drain(nowMillis, membership::viewState, membership::rankRecord, ledger.highestAttempt());
+  /**
+   * What changed since the previous drain, as consecutive deltas each estimated under {@code maxDeltaBytes} (see
+   * {@link ReplicationLog#drain}); empty when nothing did.
+   */
+  public List<ReplicaDelta> drainReplicaDeltas(long nowMillis, int maxDeltaBytes) {
+    return replication.drain(nowMillis, membership::viewState, membership::rankRecord, ledger.highestAttempt(),
+        maxDeltaBytes);
   }
 
   /**

@@ -116,31 +116,96 @@ public final class ReplicationLog {
   }
 
   /**
-   * The next delta, or null when nothing changed since the last one.
+   * What changed since the last drain, as consecutive deltas (seq + 1, + 2, ...) each estimated under
+   * {@code maxDeltaBytes} (by {@link SnapshotChunks}' estimate), so a burst of bookings in one interval never makes a
+   * message larger than the transport's frame: the view goes first, then closed bookings, opened ones (a booking too
+   * large alone keeps only its leading sequence hashes), changed ones and the load records. Applied in order they
+   * yield what one delta would; a replica between two of them holds part of the burst, as it would between two
+   * intervals. Empty when nothing changed.
    *
    * @param view the current membership/policy (read only if it changed)
    * @param load the current record of a rank, or null if the rank no longer exists
    * @param highestAttempt the highest attempt the ledger issued
    */
-  public ReplicaDelta drain(long nowMillis, Supplier<ViewState> view, Function<Rank, RankRecord> load,
-      long highestAttempt) {
+  public List<ReplicaDelta> drain(long nowMillis, Supplier<ViewState> view, Function<Rank, RankRecord> load,
+      long highestAttempt, int maxDeltaBytes) {
     if (!hasChanges()) {
-      return null;
+      return List.of();
     }
-    List<RankRecord> loads = new ArrayList<>(dirtyRanks.size());
+    Pieces pieces = new Pieces(nowMillis, highestAttempt, maxDeltaBytes);
+    if (viewChanged) {
+      ViewState current = view.get();
+      pieces.room(SnapshotChunks.viewBytes(current));
+      pieces.view = current;
+    }
+    for (ClosedBooking booking : closed) {
+      pieces.room(SnapshotChunks.closedBytes(booking));
+      pieces.closed.add(booking);
+    }
+    int alone = maxDeltaBytes - SnapshotChunks.deltaBaseBytes(model);
+    for (LedgerSnapshot.Entry booking : opened.values()) {
+      LedgerSnapshot.Entry fitted = SnapshotChunks.fitAlone(booking, alone);
+      pieces.room(SnapshotChunks.entryBytes(fitted));
+      pieces.opened.add(fitted);
+    }
+    for (BookingChange change : changed.values()) {
+      pieces.room(SnapshotChunks.changeBytes(change));
+      pieces.changed.add(change);
+    }
     for (Rank rank : dirtyRanks) {
       RankRecord record = load.apply(rank);
       if (record != null) {
-        loads.add(record);
+        pieces.room(SnapshotChunks.rankRecordBytes(record));
+        pieces.loads.add(record);
       }
     }
-    ReplicaDelta delta = new ReplicaDelta(model, epoch, ++seq, nowMillis, viewChanged ? view.get() : null, loads,
-        closed, new ArrayList<>(opened.values()), new ArrayList<>(changed.values()), highestAttempt);
+    pieces.cut();
     viewChanged = false;
     dirtyRanks.clear();
     opened.clear();
     changed.clear();
     closed.clear();
-    return delta;
+    return pieces.deltas;
+  }
+
+  /** The deltas of one drain, filled in order and cut when the next item would pass the budget. */
+  private final class Pieces {
+    final long nowMillis;
+    final long highestAttempt;
+    final int maxBytes;
+    final List<ReplicaDelta> deltas = new ArrayList<>();
+    ViewState view;
+    List<ClosedBooking> closed = new ArrayList<>();
+    List<LedgerSnapshot.Entry> opened = new ArrayList<>();
+    List<BookingChange> changed = new ArrayList<>();
+    List<RankRecord> loads = new ArrayList<>();
+    long size;
+
+    Pieces(long nowMillis, long highestAttempt, int maxBytes) {
+      this.nowMillis = nowMillis;
+      this.highestAttempt = highestAttempt;
+      this.maxBytes = maxBytes;
+      this.size = SnapshotChunks.deltaBaseBytes(model);
+    }
+
+    /** Makes room for an item of {@code bytes}: cuts the current delta first if the item would not fit in it. */
+    void room(int bytes) {
+      boolean empty = view == null && closed.isEmpty() && opened.isEmpty() && changed.isEmpty() && loads.isEmpty();
+      if (!empty && size + bytes > maxBytes) {
+        cut();
+      }
+      size += bytes;
+    }
+
+    void cut() {
+      deltas.add(new ReplicaDelta(model, epoch, ++seq, nowMillis, view, loads, closed, opened, changed,
+          highestAttempt));
+      view = null;
+      closed = new ArrayList<>();
+      opened = new ArrayList<>();
+      changed = new ArrayList<>();
+      loads = new ArrayList<>();
+      size = SnapshotChunks.deltaBaseBytes(model);
+    }
   }
 }

@@ -38,6 +38,9 @@ public final class SnapshotChunks {
   private static final int WORKER_KEYS = keys(WorkerConfig.class);
   private static final int VIEW_KEYS = keys(ViewState.class);
   private static final int CHUNK_KEYS = keys(SnapshotChunk.class);
+  private static final int DELTA_KEYS = keys(ReplicaDelta.class);
+  private static final int CLOSED_KEYS = keys(ClosedBooking.class);
+  private static final int CHANGE_KEYS = keys(BookingChange.class);
 
   private SnapshotChunks() {}
 
@@ -75,7 +78,7 @@ public final class SnapshotChunks {
   }
 
   /** {@code booking}, its sequence hashes cut to the leading ones that let it fit in {@code budget} bytes. */
-  private static LedgerSnapshot.Entry fitAlone(LedgerSnapshot.Entry booking, int budget) {
+  static LedgerSnapshot.Entry fitAlone(LedgerSnapshot.Entry booking, int budget) {
     int bytes = entryBytes(booking);
     if (bytes <= budget) {
       return booking;
@@ -144,6 +147,37 @@ public final class SnapshotChunks {
       size += rankRecordBytes(load);
     }
     return size;
+  }
+
+  /** The estimated encoded size of a whole delta. */
+  public static int estimatedBytes(ReplicaDelta delta) {
+    long size = deltaBaseBytes(delta.model()) + (delta.view() == null ? 0 : viewBytes(delta.view()));
+    for (ClosedBooking closed : delta.closed()) {
+      size += closedBytes(closed);
+    }
+    for (LedgerSnapshot.Entry booking : delta.opened()) {
+      size += entryBytes(booking);
+    }
+    for (BookingChange change : delta.changed()) {
+      size += changeBytes(change);
+    }
+    for (RankRecord load : delta.loads()) {
+      size += rankRecordBytes(load);
+    }
+    return (int) Math.min(Integer.MAX_VALUE, size);
+  }
+
+  /** A delta without its lists' items: its keys, model, numbers and the lists' headers. */
+  static int deltaBaseBytes(String model) {
+    return HEADER + DELTA_KEYS + string(model) + 4 * NUMBER + SMALL + 4 * HEADER;
+  }
+
+  static int closedBytes(ClosedBooking closed) {
+    return HEADER + CLOSED_KEYS + string(closed.requestId()) + NUMBER;
+  }
+
+  static int changeBytes(BookingChange change) {
+    return HEADER + CHANGE_KEYS + string(change.requestId()) + 2 * NUMBER + SMALL;
   }
 
   public static int entryBytes(LedgerSnapshot.Entry e) {

@@ -15,6 +15,7 @@ import io.kvrouter.core.sequences.ActivePrefixIndex;
 import io.kvrouter.core.testkit.LedgerInvariants;
 import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.testkit.RecordingOverlapSource;
+import io.kvrouter.core.testkit.Replication;
 import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -57,7 +58,7 @@ class RecoveryTest {
   /** The old owner's state as a replica holds it, with its load records made wrong on purpose. */
   private RecoveredState replicated() {
     ModelReplica replica = new ModelReplica("m", 10_000, KvOverlapSource.NONE, view -> {});
-    old.drainReplicaDelta(clock.millis());
+    Replication.drainOne(old, clock.millis());
     for (SnapshotChunk chunk : old.replicaSnapshot(clock.millis(), 4096)) {
       replica.apply(chunk, clock.millis());
     }

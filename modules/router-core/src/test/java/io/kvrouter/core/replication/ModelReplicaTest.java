@@ -17,6 +17,7 @@ import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.testkit.RecordingOverlapSource;
+import io.kvrouter.core.testkit.Replication;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -43,7 +44,7 @@ class ModelReplicaTest {
 
   /** A full copy of the owner as of its latest changes (drained first), applied. */
   private void snapshot(AdmissionState owner) {
-    owner.drainReplicaDelta(clock.millis());
+    Replication.drainOne(owner, clock.millis());
     List<SnapshotChunk> chunks = owner.replicaSnapshot(clock.millis(), 1 << 20);
     for (SnapshotChunk chunk : chunks) {
       replica.apply(chunk, clock.millis());
@@ -67,7 +68,7 @@ class ModelReplicaTest {
     assertThat(oldView.isNewerThan(recovered.view())).isFalse();
     assertThat(oldView.isNewerThan(null)).isTrue();
 
-    ReplicaDelta fromNew = recovered.drainReplicaDelta(clock.millis());
+    ReplicaDelta fromNew = Replication.drainOne(recovered, clock.millis());
     assertThat(replica.apply(fromNew, clock.millis())).as("a newer epoch without a snapshot").isEqualTo(
         ModelReplica.Outcome.GAP);
     assertThat(replica.staleness(clock.millis()).awaitingSnapshot()).isTrue();
@@ -76,7 +77,7 @@ class ModelReplicaTest {
     assertThat(replica.view().version()).isEqualTo(1);
     assertThat(replica.view().epoch()).isEqualTo(recovered.epoch());
     old.setPolicy("kv", Map.of());
-    assertThat(replica.apply(old.drainReplicaDelta(clock.millis()), clock.millis()))
+    assertThat(replica.apply(Replication.drainOne(old, clock.millis()), clock.millis()))
         .as("the old incarnation's later delta").isEqualTo(ModelReplica.Outcome.STALE);
     assertThat(replica.applyView(old.viewState(), clock.millis())).isFalse();
     assertThat(replica.view().epoch()).isEqualTo(recovered.epoch());
@@ -89,10 +90,10 @@ class ModelReplicaTest {
     for (int i = 0; i < 40; i++) {
       book(owner, "r" + i, new long[100]);
     }
-    owner.drainReplicaDelta(clock.millis());
+    Replication.drainOne(owner, clock.millis());
     List<SnapshotChunk> older = owner.replicaSnapshot(clock.millis(), 2048);
     book(owner, "late", 1, 2);
-    owner.drainReplicaDelta(clock.millis());
+    Replication.drainOne(owner, clock.millis());
     List<SnapshotChunk> newer = owner.replicaSnapshot(clock.millis(), 2048);
     assertThat(older.size()).isGreaterThan(2);
     assertThat(replica.apply(older.get(0), clock.millis())).isEqualTo(ModelReplica.Outcome.PARTIAL);
@@ -120,11 +121,11 @@ class ModelReplicaTest {
     owner.register(Fixtures.worker("a", 1));
     snapshot(owner); // as of seq 1
     book(owner, "r1");
-    ReplicaDelta d2 = owner.drainReplicaDelta(clock.millis());
+    ReplicaDelta d2 = Replication.drainOne(owner, clock.millis());
     book(owner, "r2");
-    ReplicaDelta d3 = owner.drainReplicaDelta(clock.millis());
+    ReplicaDelta d3 = Replication.drainOne(owner, clock.millis());
     book(owner, "r3");
-    ReplicaDelta d4 = owner.drainReplicaDelta(clock.millis());
+    ReplicaDelta d4 = Replication.drainOne(owner, clock.millis());
     assertThat(replica.apply(d2, clock.millis())).isEqualTo(ModelReplica.Outcome.APPLIED);
     clock.advance(java.time.Duration.ofMillis(250));
     assertThat(replica.apply(d4, clock.millis())).isEqualTo(ModelReplica.Outcome.GAP);
@@ -177,7 +178,7 @@ class ModelReplicaTest {
     snapshot(owner);
     int views = published.size();
     BookingAnswer first = book(owner, "r1");
-    ReplicaDelta d2 = owner.drainReplicaDelta(clock.millis());
+    ReplicaDelta d2 = Replication.drainOne(owner, clock.millis());
     BookingAnswer second = book(owner, "r2");
     SelectionView view = replica.view();
     int a = view.indexOf(new Rank("a", 0));
@@ -190,7 +191,7 @@ class ModelReplicaTest {
     assertThat(published).as("loads do not republish").hasSize(views);
     owner.release("r1", first.attempt());
     owner.release("r2", second.attempt());
-    replica.apply(owner.drainReplicaDelta(clock.millis()), clock.millis());
+    replica.apply(Replication.drainOne(owner, clock.millis()), clock.millis());
     assertThat(view.cell(a).booked().inFlight()).isZero();
     assertThat(replica.bookings()).isEmpty();
   }
@@ -204,20 +205,20 @@ class ModelReplicaTest {
     BookingAnswer answer = book(owner, "r1", 5, 6, 7);
     BookingAnswer gone = book(owner, "r2", 8);
     owner.release("r2", gone.attempt()); // opened and closed within one delta: never reaches the replica
-    replica.apply(owner.drainReplicaDelta(clock.millis()), clock.millis());
+    replica.apply(Replication.drainOne(owner, clock.millis()), clock.millis());
     assertThat(booked).containsExactly(answer.selection().rank() + " [5, 6, 7] @" + clock.millis());
     io.kvrouter.core.sequences.ActivePrefixIndex index =
         (io.kvrouter.core.sequences.ActivePrefixIndex) replica.view().activePrefix();
     assertThat(index.matchedDepth(answer.selection().rank(), new long[] {5, 6, 7, 9})).isEqualTo(3);
     String worker = answer.selection().rank().workerId();
     owner.deregister(worker);
-    replica.apply(owner.drainReplicaDelta(clock.millis()), clock.millis());
+    replica.apply(Replication.drainOne(owner, clock.millis()), clock.millis());
     assertThat(removedWorkers).containsExactly(worker);
     assertThat(index.matchedDepth(answer.selection().rank(), new long[] {5, 6, 7})).isZero();
     assertThat(replica.view().worker(worker)).isNull();
     assertThat(replica.bookings()).isEmpty();
     owner.deregister(worker.equals("a") ? "b" : "a");
-    replica.apply(owner.drainReplicaDelta(clock.millis()), clock.millis());
+    replica.apply(Replication.drainOne(owner, clock.millis()), clock.millis());
     assertThat(replica.isEmpty()).isTrue();
     assertThat(replica.recoveredState()).isNull();
     assertThat(replica.view().isEmpty()).isTrue();
@@ -233,7 +234,7 @@ class ModelReplicaTest {
     assertThat(replica.view().worker("b")).isNotNull();
     assertThat(replica.applyView(owner.viewState(), clock.millis())).isFalse();
     int views = published.size();
-    assertThat(replica.apply(owner.drainReplicaDelta(clock.millis()), clock.millis())).isEqualTo(
+    assertThat(replica.apply(Replication.drainOne(owner, clock.millis()), clock.millis())).isEqualTo(
         ModelReplica.Outcome.APPLIED);
     assertThat(published).as("the delta's view is not newer").hasSize(views);
     assertThat(Copies.ofReplica(replica, List.of())).isEqualTo(Copies.ofOwner(owner, List.of()));
@@ -247,7 +248,7 @@ class ModelReplicaTest {
     for (int i = 0; i < 30; i++) {
       book(owner, "r" + i, i, i + 1);
     }
-    replica.apply(owner.drainReplicaDelta(clock.millis()), clock.millis());
+    replica.apply(Replication.drainOne(owner, clock.millis()), clock.millis());
     ModelReplica other = new ModelReplica("m", 10_000, KvOverlapSource.NONE, view -> {});
     for (SnapshotChunk chunk : replica.snapshot(clock.millis(), 1024)) {
       other.apply(chunk, clock.millis());

@@ -13,6 +13,7 @@ import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.testkit.ManualClock;
+import io.kvrouter.core.testkit.Replication;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -111,7 +112,7 @@ class ReplicationConvergenceTest {
 
     /** Drains the owner's next delta and applies it (twice: the second time changes nothing). */
     void replicate() {
-      ReplicaDelta delta = owner.drainReplicaDelta(clock.millis());
+      ReplicaDelta delta = Replication.drainOne(owner, clock.millis());
       if (delta == null) {
         return;
       }
@@ -168,16 +169,16 @@ class ReplicationConvergenceTest {
           run.replicate();
           continue;
         }
-        if (run.owner.drainReplicaDelta(run.clock.millis()) == null) {
+        if (Replication.drainOne(run.owner, run.clock.millis()) == null) {
           continue; // nothing to lose
         }
         for (int more = 0; more < 5; more++) {
           run.step();
         }
-        ReplicaDelta next = run.owner.drainReplicaDelta(run.clock.millis());
+        ReplicaDelta next = Replication.drainOne(run.owner, run.clock.millis());
         if (next == null) {
           run.owner.setPolicy("", Map.of()); // make one: every command after the lost delta must still GAP
-          next = run.owner.drainReplicaDelta(run.clock.millis());
+          next = Replication.drainOne(run.owner, run.clock.millis());
         }
         assertThat(run.replica.apply(next, run.clock.millis())).isEqualTo(ModelReplica.Outcome.GAP);
         assertThat(run.replica.staleness(run.clock.millis()).awaitingSnapshot()).isTrue();
@@ -204,17 +205,73 @@ class ReplicationConvergenceTest {
         view -> {}, 0, 42);
     assertThat(owner.epoch()).isEqualTo(42);
     owner.register(Fixtures.worker("a", 1));
-    ReplicaDelta first = owner.drainReplicaDelta(clock.millis());
+    ReplicaDelta first = Replication.drainOne(owner, clock.millis());
     assertThat(first.epoch()).isEqualTo(42);
     assertThat(first.seq()).isEqualTo(1);
     assertThat(first.view().workers()).extracting(WorkerConfig::workerId).containsExactly("a");
-    assertThat(owner.drainReplicaDelta(clock.millis())).isNull();
+    assertThat(Replication.drainOne(owner, clock.millis())).isNull();
     owner.reportLoad("a", List.of(new RankReport(0, 1, 2, 3)));
-    ReplicaDelta second = owner.drainReplicaDelta(clock.millis());
+    ReplicaDelta second = Replication.drainOne(owner, clock.millis());
     assertThat(second.seq()).isEqualTo(2);
     assertThat(second.view()).as("membership did not change").isNull();
     assertThat(second.loads()).singleElement().satisfies(load -> assertThat(load.reported().prefillTokens())
         .isEqualTo(2));
     assertThat(Set.of(owner.replicaSnapshot(clock.millis(), 4096).get(0).seq())).containsExactly(2L);
+  }
+
+  /**
+   * A burst in one interval (600 Books with long hash chains, then 300 of them released and 100 marked prefill-done)
+   * drained under an 8 KiB budget is cut into consecutive deltas, each estimated within the budget, which applied in
+   * order give the replica the owner's state; one booking whose hashes alone pass the budget keeps a leading part.
+   */
+  @Test
+  void aBurstDrainedUnderABudgetIsCutIntoConsecutiveDeltasThatYieldTheOwnersState() {
+    ManualClock clock = new ManualClock(1_700_000_000_000L);
+    AdmissionState owner = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
+        view -> {}, 0);
+    ModelReplica replica = new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+    List<long[]> chains = new ArrayList<>();
+    for (int c = 0; c < 4; c++) {
+      long[] chain = new long[64];
+      for (int k = 0; k < chain.length; k++) {
+        chain[k] = c * 1000L + k;
+      }
+      chains.add(chain);
+    }
+    for (int i = 0; i < 4; i++) {
+      owner.register(Fixtures.worker("w" + i, 2));
+    }
+    owner.drainReplicaDeltas(clock.millis(), Integer.MAX_VALUE);
+    for (SnapshotChunk chunk : owner.replicaSnapshot(clock.millis(), Integer.MAX_VALUE)) {
+      assertThat(replica.apply(chunk, clock.millis())).isEqualTo(ModelReplica.Outcome.APPLIED);
+    }
+    long before = replica.seq();
+    List<LedgerSnapshot.Entry> booked = new ArrayList<>();
+    for (int i = 0; i < 600; i++) {
+      long[] hashes = i == 0 ? new long[2_000] : chains.get(i % chains.size());
+      SelectionRequest request = new SelectionRequest(MODEL, "r" + i, hashes, hashes.length * 16, 0, null, null,
+          null, 0, null, null, null);
+      assertThat(owner.book(request, i, 0)).isInstanceOf(BookOutcome.Booked.class);
+    }
+    for (LedgerSnapshot.Entry entry : owner.ledgerSnapshot().bookings()) {
+      booked.add(entry);
+    }
+    for (int i = 0; i < 300; i++) {
+      assertThat(owner.release(booked.get(i).requestId(), booked.get(i).attempt()).applied()).isTrue();
+    }
+    for (int i = 300; i < 400; i++) {
+      owner.markPrefillDone(booked.get(i).requestId(), booked.get(i).attempt());
+    }
+    int budget = 8 * 1024;
+    List<ReplicaDelta> deltas = owner.drainReplicaDeltas(clock.millis(), budget);
+    assertThat(deltas).hasSizeGreaterThan(5);
+    for (int i = 0; i < deltas.size(); i++) {
+      ReplicaDelta delta = deltas.get(i);
+      assertThat(delta.seq()).isEqualTo(before + 1 + i);
+      assertThat(SnapshotChunks.estimatedBytes(delta)).isLessThanOrEqualTo(budget);
+      assertThat(replica.apply(delta, clock.millis())).isEqualTo(ModelReplica.Outcome.APPLIED);
+    }
+    assertThat(Copies.ofReplica(replica, chains)).isEqualTo(Copies.expected(owner, chains));
+    assertThat(owner.drainReplicaDeltas(clock.millis(), budget)).isEmpty();
   }
 }

@@ -16,8 +16,12 @@ class ReplicationLogTest {
         false, 500);
   }
 
+  /** Everything pending as one delta (no budget), or null when nothing is. */
   private ReplicaDelta drain() {
-    return log.drain(1, () -> new ViewState("m", 7, 1, List.of(), "kv", java.util.Map.of()), rank -> null, 99);
+    List<ReplicaDelta> deltas = log.drain(1, () -> new ViewState("m", 7, 1, List.of(), "kv", java.util.Map.of()),
+        rank -> null, 99, Integer.MAX_VALUE);
+    assertThat(deltas).hasSizeLessThanOrEqualTo(1);
+    return deltas.isEmpty() ? null : deltas.get(0);
   }
 
   @Test
