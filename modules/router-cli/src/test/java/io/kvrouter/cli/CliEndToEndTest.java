@@ -31,13 +31,19 @@ class CliEndToEndTest {
 
   @BeforeAll
   static void startRouter() {
-    node = Main.init(ConfigFactory.parseString("""
+    node = startRouter("");
+    target = "127.0.0.1:" + node.grpcPort();
+  }
+
+  /** A one-node router on ephemeral ports with {@code config} on top. */
+  static RouterNode startRouter(String config) {
+    return Main.init(ConfigFactory.parseString(config + """
+
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
         pekko.remote.artery.canonical.port = 0
         pekko.loglevel = WARNING
         """));
-    target = "127.0.0.1:" + node.grpcPort();
   }
 
   @AfterAll

@@ -2,9 +2,7 @@ package io.kvrouter.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.typesafe.config.ConfigFactory;
 import io.kvrouter.core.testkit.TestCertificates;
-import io.kvrouter.server.Main;
 import io.kvrouter.server.RouterNode;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,17 +22,7 @@ class CliSecurityTest {
 
   @BeforeAll
   static void startRouter() {
-    node = Main.init(ConfigFactory.parseString("""
-        kvrouter.grpc.port = 0
-        kvrouter.management.port = 0
-        pekko.remote.artery.canonical.port = 0
-        pekko.loglevel = WARNING
-        kvrouter.grpc.tls {
-          enabled = on
-          cert-chain-file = "%s"
-          private-key-file = "%s"
-          client-ca-file = "%s"
-        }
+    node = CliEndToEndTest.startRouter(certs.routerTlsConfig(true) + """
         kvrouter.auth {
           enabled = on
           tokens = [
@@ -42,7 +30,7 @@ class CliSecurityTest {
             { token = "%s", roles = [router] }
           ]
         }
-        """.formatted(certs.serverChain, certs.serverKey, certs.ca, OPS, CLIENT)));
+        """.formatted(OPS, CLIENT));
   }
 
   @AfterAll

@@ -73,6 +73,21 @@ public final class TestCertificates {
     return shared;
   }
 
+  /**
+   * A router's {@code kvrouter.grpc.tls} with this server certificate, verifying client certificates against the CA
+   * when {@code verifyClients}.
+   */
+  public String routerTlsConfig(boolean verifyClients) {
+    return """
+        kvrouter.grpc.tls {
+          enabled = on
+          cert-chain-file = "%s"
+          private-key-file = "%s"
+          client-ca-file = "%s"
+        }
+        """.formatted(serverChain, serverKey, verifyClients ? ca : "");
+  }
+
   private void authority(String name) throws IOException {
     keytool("-genkeypair", "-alias", "ca", "-keyalg", "EC", "-groupname", "secp256r1", "-dname",
         "CN=kvrouter-test-" + name, "-ext", "bc:c", "-validity", "2", "-keystore", name + ".p12");

@@ -33,14 +33,8 @@ class LateCancelOverTlsTest {
 
   @BeforeAll
   static void start() throws Exception {
-    router = TestRouter.start(Binding.NETTY, """
-        kvrouter.grpc.late-cancel-window = 2s
-        kvrouter.grpc.tls {
-          enabled = on
-          cert-chain-file = "%s"
-          private-key-file = "%s"
-        }
-        """.formatted(certs.serverChain, certs.serverKey));
+    router = TestRouter.start(Binding.NETTY,
+        "kvrouter.grpc.late-cancel-window = 2s\n" + certs.routerTlsConfig(false));
     channel = SecurityTest.channel(router.node.grpcPort(), certs.ca, null, null);
   }
 

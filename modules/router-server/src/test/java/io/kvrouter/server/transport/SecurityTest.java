@@ -56,13 +56,7 @@ class SecurityTest {
 
   @BeforeParameterizedClassInvocation
   static void start(Binding binding) {
-    router = TestRouter.start(binding, """
-        kvrouter.grpc.tls {
-          enabled = on
-          cert-chain-file = "%s"
-          private-key-file = "%s"
-          client-ca-file = "%s"
-        }
+    router = TestRouter.start(binding, certs.routerTlsConfig(true) + """
         kvrouter.auth {
           enabled = on
           tokens = [
@@ -71,7 +65,7 @@ class SecurityTest {
             { token = "%s", roles = [router] }
           ]
         }
-        """.formatted(certs.serverChain, certs.serverKey, certs.ca, ADMIN, FLEET, CLIENT));
+        """.formatted(ADMIN, FLEET, CLIENT));
   }
 
   @AfterParameterizedClassInvocation
