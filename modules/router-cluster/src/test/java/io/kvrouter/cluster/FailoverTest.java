@@ -102,6 +102,9 @@ class FailoverTest {
       TestRegion.Node a = survivors.get(0);
       TestRegion.Node b = survivors.get(1);
       String model = Hosting.modelHostedOn(victim, a, "failover", WORKERS);
+      // Books go through both survivors: b must have every worker in its view first (replication brings it)
+      await().atMost(TestRegion.TIMEOUT).until(() -> survivors.stream().allMatch(node -> node.view(model) != null
+          && node.view(model).workers().keySet().containsAll(List.of(WORKERS))));
       long epochBefore = join(a.client(model).snapshot(null)).epoch();
 
       ScheduledExecutorService reporter = Executors.newSingleThreadScheduledExecutor();
