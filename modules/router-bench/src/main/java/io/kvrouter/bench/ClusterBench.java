@@ -922,13 +922,10 @@ final class ClusterBench {
     }
   }
 
-  /**
-   * The model's live bookings as GetModelState answers them through {@code client}'s node. (With issue 10's cluster
-   * work, {@code state} answers a {@code ModelStateReport}: {@code .snapshot().bookings()}.)
-   */
+  /** The model's live bookings as GetModelState answers them through {@code client}'s node. */
   private static List<io.kvrouter.core.admission.ModelSnapshot.BookingSnapshot> liveBookings(ModelClient client)
       throws InterruptedException, ExecutionException, TimeoutException {
-    return client.state(CALL).toCompletableFuture().get(5, TimeUnit.SECONDS).bookings();
+    return client.state(CALL).toCompletableFuture().get(5, TimeUnit.SECONDS).snapshot().bookings();
   }
 
   /** When node {@code observer} saw {@code victim} unreachable, down, removed (nanoTime; 0 = not yet). */
