@@ -36,6 +36,9 @@ class BenchSmokeTest {
     assertThat(read(out, "picker.md"))
         .contains("| benchmark | threads | policy | slot | score (ns/op) |")
         .contains("| select | 4 | least_in_flight | locked |", "| select | 4 | round_robin | lock-free |");
+    assertThat(read(out, "metrics.md"))
+        .contains("| benchmark | threads | policy | workers | score (ns/op) |")
+        .contains("| select | 1 | kv | 4 |", "| selectTimed | 1 | kv | 4 |");
     assertThat(read(out, "kvindex.md"))
         .contains("| benchmark | threads | events | score (ns/op) | p50 | p99 | p99.9 |")
         .contains("| writeAlone | 1 |", "| lookupAlone | 1 |", "| concurrent:lookup | 4 |", "| concurrent:write | 2 |")

@@ -295,6 +295,16 @@ public final class ModelClient {
         });
   }
 
+  /** Whether the model's admission actor runs on this node now (its views lag nothing here). */
+  public boolean hostsAdmission() {
+    return local.get() != null;
+  }
+
+  /** This node's staleness of its copy of the model (null when it keeps none), read from its replica actor. */
+  public CompletionStage<Staleness> replicaStaleness(Duration timeout) {
+    return replicas.staleness(model, timeout);
+  }
+
   /** The snapshot of the model's admission state alone. */
   public CompletionStage<ModelSnapshot> snapshot(Duration remaining) {
     return state(remaining).thenApply(ModelStateReport::snapshot);

@@ -44,8 +44,12 @@ final class NodeReplicas {
 
   /** This node's staleness of the model's copy, or null when it keeps none. */
   CompletionStage<Staleness> staleness(String model) {
+    return staleness(model, timeout);
+  }
+
+  CompletionStage<Staleness> staleness(String model, Duration askTimeout) {
     return AskPattern.<ReplicaNode.Command, ReplicaNode.StalenessReply>ask(replicaNode,
-        replyTo -> new ReplicaNode.GetStaleness(model, replyTo), timeout, scheduler)
+        replyTo -> new ReplicaNode.GetStaleness(model, replyTo), askTimeout, scheduler)
         .thenApply(ReplicaNode.StalenessReply::staleness);
   }
 }

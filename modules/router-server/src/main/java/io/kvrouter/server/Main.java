@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
+import io.kvrouter.server.metrics.RouterMetrics;
 import io.kvrouter.server.transport.GrpcServices;
 import io.kvrouter.server.transport.GrpcTransport;
 import java.net.InetSocketAddress;
@@ -67,12 +68,14 @@ public final class Main {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       }
       RouterCluster routing = RouterCluster.init(system, clock, admission);
+      // before management starts: its /metrics route finds the metrics through the system
+      RouterMetrics metrics = RouterMetrics.init(system, routing);
       RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"),
           config.getInt("kvrouter.limits.max-output-tokens"), config.getInt("kvrouter.limits.max-ranks-per-worker"),
           config.getInt("kvrouter.limits.max-allowed-workers"));
       // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
       GrpcServices services = GrpcServices.create(routing, limits,
-          () -> cluster.selfMember().status() == MemberStatus.up());
+          () -> cluster.selfMember().status() == MemberStatus.up(), metrics);
       GrpcTransport.Bound grpc = await(GrpcTransport.start(system, GrpcTransport.Settings.fromConfig(config),
           services));
       InetSocketAddress grpcAddress = grpc.address();

@@ -8,6 +8,7 @@ import io.kvrouter.bench.LoopbackNode;
 import io.kvrouter.server.RouterNode;
 import io.kvrouter.server.grpc.ProtoMapping;
 import io.kvrouter.server.grpc.RouterService;
+import io.kvrouter.server.metrics.RouterMetrics;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.grpc.javadsl.MetadataBuilder;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -43,7 +44,8 @@ public class SelectHandlerBenchmark {
     node = LoopbackNode.start("kvrouter.grpc.binding = netty");
     RouterSetup.run(node.grpcPort(), true);
     router = new RouterService(node.cluster(),
-        new ProtoMapping(new RequestLimits(node.system().settings().config().getInt("kvrouter.max-tokens"))));
+        new ProtoMapping(new RequestLimits(node.system().settings().config().getInt("kvrouter.max-tokens"))),
+        RouterMetrics.get(node.system()));
     request = Bodies.request(Bodies.Body.of(body)).toByteArray();
   }
 

@@ -23,6 +23,8 @@ public final class ModelKvIndex implements KvOverlapSource {
   private final ApproximateKvIndex approximate;
   private final Set<String> eventFed = ConcurrentHashMap.newKeySet();
   private final LongSupplier clock;
+  /** Events applied (not ignored as old or duplicate ids); written under this object's monitor. */
+  private volatile long appliedEventCount;
 
   /** Default approximate settings (120 s TTL, 2^20 entries, prune to 80 %). */
   public ModelKvIndex(LongSupplier clock) {
@@ -46,7 +48,11 @@ public final class ModelKvIndex implements KvOverlapSource {
    */
   public synchronized boolean apply(Rank rank, long eventId, KvEvent event, int maxBlocks) {
     markEventFed(rank.workerId());
-    return events.apply(rank, eventId, event, maxBlocks);
+    boolean applied = events.apply(rank, eventId, event, maxBlocks);
+    if (applied) {
+      appliedEventCount++;
+    }
+    return applied;
   }
 
   /** Records a Book decision; ignored for event-fed workers, whose caches the events describe. */
@@ -141,6 +147,16 @@ public final class ModelKvIndex implements KvOverlapSource {
 
   public long gapCount() {
     return events.gapCount();
+  }
+
+  /** Events applied to the event-fed index since this index was made (old or duplicate ids not counted). */
+  public long appliedEventCount() {
+    return appliedEventCount;
+  }
+
+  /** Stored events dropped because their rank did not hold their parent block. */
+  public long droppedStoreCount() {
+    return events.droppedStoreCount();
   }
 
   public long overCapacityBlockCount() {

@@ -14,6 +14,8 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.server.metrics.RouterMetrics;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.grpc.javadsl.Metadata;
@@ -28,21 +30,30 @@ import org.apache.pekko.grpc.javadsl.Metadata;
 public final class RouterService implements RouterPowerApi {
   private final RouterCluster cluster;
   private final ProtoMapping mapping;
+  private final RouterMetrics metrics;
 
-  public RouterService(RouterCluster cluster, ProtoMapping mapping) {
+  public RouterService(RouterCluster cluster, ProtoMapping mapping, RouterMetrics metrics) {
     this.cluster = cluster;
     this.mapping = mapping;
+    this.metrics = metrics;
   }
 
   /** Advisory: answered on the calling thread; never reads a deadline. */
   @Override
   public CompletionStage<Selection> select(RouteRequest in, Metadata metadata) {
-    return Calls.guard(() -> {
+    long start = System.nanoTime();
+    try {
       RequestLimits.requireModel(in.getModel()); // before any per-model lookup
       ModelClient client = cluster.client(in.getModel());
-      SelectionRequest request = mapping.toSelectionRequest(in, false, client.view());
-      return CompletableFuture.completedFuture(ProtoMapping.toProto(client.selectWithoutAdmission(request)));
-    });
+      SelectionView view = client.view();
+      SelectionRequest request = mapping.toSelectionRequest(in, false, view);
+      Selection answer = ProtoMapping.toProto(client.selectWithoutAdmission(request));
+      metrics.selected(in.getModel(), view, start);
+      return CompletableFuture.completedFuture(answer);
+    } catch (RuntimeException e) {
+      rejected(RouterMetrics.SELECT, e);
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   /**
@@ -52,19 +63,23 @@ public final class RouterService implements RouterPowerApi {
    */
   @Override
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
-    return Calls.guard(() -> {
+    long start = System.nanoTime();
+    try {
       RequestLimits.requireModel(in.getModel()); // before any per-model lookup
       ModelClient client = cluster.client(in.getModel());
-      SelectionRequest request = mapping.toSelectionRequest(in, true, client.view());
+      SelectionView view = client.view();
+      SelectionRequest request = mapping.toSelectionRequest(in, true, view);
       ModelClient.BookCall booking = client.book(request, Deadlines.remaining(metadata));
       AbandonableAnswer<Booking> answer = new AbandonableAnswer<>(booking::abandon);
       booking.whenComplete((done, failure) -> {
         if (failure != null) {
+          rejected(RouterMetrics.BOOK, failure);
           answer.completeExceptionally(failure);
           return;
         }
         try {
           answer.complete(ProtoMapping.toProto(done));
+          metrics.booked(in.getModel(), view, start, done.queuedMicros(), done.replay());
         } catch (RuntimeException e) {
           answer.completeExceptionally(e);
         }
@@ -75,29 +90,51 @@ public final class RouterService implements RouterPowerApi {
         }
       });
       return answer;
-    });
+    } catch (RuntimeException e) {
+      rejected(RouterMetrics.BOOK, e);
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   @Override
   public CompletionStage<Released> release(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> cluster.client(checked(in))
+    return counted(RouterMetrics.RELEASE, Calls.guard(() -> cluster.client(checked(in))
         .release(in.getRequestId(), in.getAttempt(), Deadlines.remaining(metadata))
-        .thenApplyAsync(r -> Released.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
+        .thenApplyAsync(r -> {
+          metrics.released(in.getModel(), r.applied());
+          return Released.newBuilder().setApplied(r.applied()).build();
+        }, SAME_THREAD)));
   }
 
   @Override
   public CompletionStage<PrefillMarked> markPrefillDone(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> cluster.client(checked(in))
+    return counted(RouterMetrics.MARK_PREFILL_DONE, Calls.guard(() -> cluster.client(checked(in))
         .markPrefillDone(in.getRequestId(), in.getAttempt(), Deadlines.remaining(metadata))
-        .thenApplyAsync(r -> PrefillMarked.newBuilder().setApplied(r.applied()).build(), SAME_THREAD));
+        .thenApplyAsync(r -> PrefillMarked.newBuilder().setApplied(r.applied()).build(), SAME_THREAD)));
   }
 
   @Override
   public CompletionStage<Renewed> renew(BookingRef in, Metadata metadata) {
-    return Calls.guard(() -> cluster.client(checked(in))
+    return counted(RouterMetrics.RENEW, Calls.guard(() -> cluster.client(checked(in))
         .renew(in.getRequestId(), in.getAttempt(), Deadlines.remaining(metadata))
         .thenApplyAsync(r -> Renewed.newBuilder().setApplied(r.applied())
-            .setLeaseExpiresUnixMs(r.leaseExpiresAtMillis()).build(), SAME_THREAD));
+            .setLeaseExpiresUnixMs(r.leaseExpiresAtMillis()).build(), SAME_THREAD)));
+  }
+
+  /** Counts the call's failure, if it fails; returns {@code call} itself (a binding may cancel it). */
+  private <T> CompletionStage<T> counted(String method, CompletionStage<T> call) {
+    call.whenComplete((done, failure) -> {
+      if (failure != null) {
+        rejected(method, failure);
+      }
+    });
+    return call;
+  }
+
+  /** Counts a rejection; bad input (INVALID_ARGUMENT) is also logged, rate-limited. */
+  private void rejected(String method, Throwable failure) {
+    metrics.rejected(method, failure);
+    RejectionLog.invalidArgument(method, failure);
   }
 
   private static String checked(BookingRef ref) {

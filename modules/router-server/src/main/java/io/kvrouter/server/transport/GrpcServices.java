@@ -10,15 +10,17 @@ import io.kvrouter.server.grpc.HealthService;
 import io.kvrouter.server.grpc.ProtoMapping;
 import io.kvrouter.server.grpc.RouterService;
 import io.kvrouter.server.grpc.WorkersService;
+import io.kvrouter.server.metrics.RouterMetrics;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
 
 /** The one implementation of the contract, four service objects that either binding serves. */
 public record GrpcServices(RouterService router, WorkersService workers, AdminService admin, HealthService health) {
 
-  public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving) {
+  public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving,
+      RouterMetrics metrics) {
     ProtoMapping mapping = new ProtoMapping(limits);
-    return new GrpcServices(new RouterService(cluster, mapping), new WorkersService(cluster, mapping),
+    return new GrpcServices(new RouterService(cluster, mapping, metrics), new WorkersService(cluster, mapping),
         new AdminService(cluster, mapping), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving));
   }
 }

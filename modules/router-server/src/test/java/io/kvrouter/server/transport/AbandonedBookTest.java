@@ -14,6 +14,7 @@ import io.kvrouter.cluster.testkit.AdmissionProbes;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.server.TestRouter;
+import io.kvrouter.server.metrics.RouterMetrics;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -36,7 +37,7 @@ class AbandonedBookTest {
     // handler has returned and its event loop is busy: its write is then queued on that loop
     router = TestRouter.start(Binding.NETTY, "", AdmissionProbes.holdingBooks(Clock.SYSTEM, Duration.ofMillis(200)));
     calls = new NettyCalls(router.node.system(), GrpcServices.create(router.node.cluster(),
-        new RequestLimits(131_072), () -> true));
+        new RequestLimits(131_072), () -> true, RouterMetrics.get(router.node.system())));
   }
 
   @AfterAll
