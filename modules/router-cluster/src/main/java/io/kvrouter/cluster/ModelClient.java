@@ -9,7 +9,7 @@ import io.kvrouter.core.admission.RankReport;
 import io.kvrouter.core.admission.Registered;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.replication.Staleness;
-import io.kvrouter.core.replication.ViewState;
+import io.kvrouter.core.admission.ViewState;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;

@@ -1,7 +1,15 @@
 package io.kvrouter.core.replication;
 
+import io.kvrouter.core.admission.BookingChange;
+import io.kvrouter.core.admission.ClosedBooking;
 import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.admission.Membership;
+import io.kvrouter.core.admission.RankRecord;
+import io.kvrouter.core.admission.RecoveredState;
+import io.kvrouter.core.admission.ReplicaDelta;
+import io.kvrouter.core.admission.SnapshotChunk;
+import io.kvrouter.core.admission.SnapshotChunks;
+import io.kvrouter.core.admission.ViewState;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.SelectionView;

@@ -1,8 +1,7 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.model.Rank;
 import java.util.List;
 import org.junit.jupiter.api.Test;

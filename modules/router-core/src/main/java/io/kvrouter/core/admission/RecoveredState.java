@@ -1,6 +1,5 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
-import io.kvrouter.core.admission.LedgerSnapshot;
 import java.util.List;
 
 /** What a new incarnation of a model's admission state recovers from: a replica's copy as of seq of view's epoch. */

@@ -1,6 +1,5 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
-import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;

@@ -1,4 +1,4 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
 /** A live booking's mutable fields after a MarkPrefillDone or Renew. */
 public record BookingChange(String requestId, long attempt, boolean prefillDone, long leaseExpiresAtMillis) {}

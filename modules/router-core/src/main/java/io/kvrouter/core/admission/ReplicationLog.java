@@ -1,6 +1,5 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
-import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.model.Rank;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

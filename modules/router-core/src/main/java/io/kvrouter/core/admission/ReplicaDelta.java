@@ -1,6 +1,5 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
-import io.kvrouter.core.admission.LedgerSnapshot;
 import java.util.List;
 
 /**

@@ -1,4 +1,4 @@
-package io.kvrouter.core.replication;
+package io.kvrouter.core.admission;
 
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.SelectionView;
