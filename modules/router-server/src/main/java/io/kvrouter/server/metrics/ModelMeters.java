@@ -125,12 +125,6 @@ final class ModelMeters {
     }
   }
 
-  /** A Book that failed: its latency still counts (rejections are in {@code kvrouter_rejections_total}). */
-  void bookFailed(Policy policy, long nanos) {
-    timer(bookTimers, "kvrouter.book.duration", "Books answered by this node, admission included", policy)
-        .record(nanos, TimeUnit.NANOSECONDS);
-  }
-
   void released(boolean applied) {
     (applied ? releasesApplied : releasesNotApplied).increment();
   }
