@@ -16,13 +16,9 @@ import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.server.transport.Binding;
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import org.apache.pekko.grpc.GrpcClientSettings;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.AfterParameterizedClassInvocation;
@@ -37,7 +33,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 class RouterEndToEndTest {
   private static final String MODEL = "org/name-7b";
   private static TestRouter router;
-  private static final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   @Parameter
   Binding binding;
@@ -55,8 +50,7 @@ class RouterEndToEndTest {
   }
 
   private static HttpResponse<String> get(String path) throws Exception {
-    return http.send(HttpRequest.newBuilder(URI.create(router.node.managementUrl() + path))
-        .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+    return router.managementGet(path);
   }
 
   private static ModelState parse(String json) throws Exception {

@@ -14,6 +14,10 @@ import io.kvrouter.api.v1.WorkersClient;
 import io.kvrouter.server.transport.Binding;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -24,6 +28,8 @@ import org.apache.pekko.grpc.GrpcClientSettings;
 
 /** A router node on ephemeral loopback ports, every actor message serialized, with gRPC clients to it. */
 public final class TestRouter implements AutoCloseable {
+  private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
   public final RouterNode node;
   public final RouterClient router;
   public final WorkersClient workers;
@@ -119,6 +125,12 @@ public final class TestRouter implements AutoCloseable {
 
   public static String reason(StatusRuntimeException e) {
     return ReasonTrailer.of(e.getTrailers());
+  }
+
+  /** {@code GET path} on this node's management server (path with its query, already encoded). */
+  public HttpResponse<String> managementGet(String path) throws Exception {
+    return HTTP.send(HttpRequest.newBuilder(URI.create(node.managementUrl() + path))
+        .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
   }
 
   @Override

@@ -12,13 +12,9 @@ import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.cluster.ModelAdmission;
 import io.kvrouter.cluster.ViewRegistry;
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -34,7 +30,6 @@ import org.junit.jupiter.api.Test;
  * route, and leaves no view, KV index or admission entity behind.
  */
 class UnknownModelStateTest {
-  private static final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private static TestRouter router;
 
   @BeforeAll
@@ -66,9 +61,8 @@ class UnknownModelStateTest {
       var deregister = failure(router.workers.deregister(WorkerKey.newBuilder().setModel(model).setWorkerId("w")
           .build()));
       assertThat(deregister.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);
-      HttpResponse<String> route = http.send(HttpRequest.newBuilder(URI.create(router.node.managementUrl()
-              + "/models/state?model=" + URLEncoder.encode(model, StandardCharsets.UTF_8)))
-          .timeout(Duration.ofSeconds(10)).GET().build(), HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> route = router.managementGet(
+          "/models/state?model=" + URLEncoder.encode(model, StandardCharsets.UTF_8));
       assertThat(route.statusCode()).isEqualTo(404);
       assertThat(ViewRegistry.get(router.node.system()).view(model)).isNull();
       assertThat(router.node.cluster().kvIndex(model)).isNull();

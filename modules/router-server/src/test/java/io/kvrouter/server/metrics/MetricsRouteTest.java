@@ -16,9 +16,6 @@ import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.StoredBlock;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.server.TestRouter;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,7 +32,6 @@ import org.junit.jupiter.api.Test;
  * series go once its workers are deregistered.
  */
 class MetricsRouteTest {
-  private static final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
   private static final String MODEL = "org/metrics-a";
   private static TestRouter router;
 
@@ -143,8 +139,7 @@ class MetricsRouteTest {
   }
 
   private static Scrape scrape() throws Exception {
-    HttpResponse<String> response = http.send(HttpRequest.newBuilder(
-        URI.create(router.node.managementUrl() + "/metrics")).GET().build(), HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> response = router.managementGet("/metrics");
     assertThat(response.statusCode()).isEqualTo(200);
     assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(
         type -> assertThat(type).startsWith("text/plain"));
