@@ -157,8 +157,6 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private final TimerScheduler<Command> timers;
   /** Replication to each peer's replica actor; a listed peer missing here gets a snapshot at the next flush. */
   private final Map<ActorRef<ReplicaNode.Command>, PeerProgress> peers = new HashMap<>();
-  /** The seq of the last delta drained (this epoch). */
-  private long replicationSeq;
 
   /** @param shard the entity's shard, which passivates it */
   public static Behavior<Command> create(String model, ActorRef<ClusterSharding.ShardCommand> shard, Environment env) {
@@ -201,7 +199,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
             new MutationReply(state.markPrefillDone(m.requestId(), m.attempt()))))
         .onMessage(Renew.class, m -> reply(m.replyTo(), new MutationReply(state.renew(m.requestId(), m.attempt()))))
         .onMessage(GetState.class, m -> reply(m.replyTo(),
-            new StateReply(state.snapshot(), env.hostNode(), replicationSeq)))
+            new StateReply(state.snapshot(), env.hostNode(), state.replicationSeq())))
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
         .onMessageEquals(Flush.INSTANCE, () -> {
           flush();
@@ -384,9 +382,6 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     }
     long now = env.clock().millis();
     List<ReplicaDelta> deltas = state.drainReplicaDeltas(now, env.replication().maxChunkBytes());
-    if (!deltas.isEmpty()) {
-      replicationSeq = deltas.get(deltas.size() - 1).seq();
-    }
     Set<ActorRef<ReplicaNode.Command>> listed = env.peers().others();
     peers.keySet().retainAll(listed);
     long resendAfter = env.replication().resendAfter().toMillis();
@@ -399,7 +394,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         behind.add(peer);
       } else if (!deltas.isEmpty()) {
         deltas.forEach(delta -> peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf())));
-        progress.sent(replicationSeq, now);
+        progress.sent(state.replicationSeq(), now);
       }
     }
     if (behind.isEmpty()) {
@@ -412,7 +407,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       progress.wantsSnapshot = false;
       progress.snapshotSentAtMillis = now;
       progress.unansweredSnapshots++;
-      progress.sent(chunks.isEmpty() ? progress.sentSeq : chunks.get(0).seq(), now);
+      progress.sent(state.replicationSeq(), now);
     }
   }
 

@@ -187,6 +187,11 @@ public final class AdmissionState {
     replication.setEnabled(enabled);
   }
 
+  /** The seq of the last delta drained in this epoch (0: none yet). */
+  public long replicationSeq() {
+    return replication.seq();
+  }
+
   /**
    * What changed since the previous drain, as consecutive deltas each estimated under {@code maxDeltaBytes} (see
    * {@link ReplicationLog#drain}); empty when nothing did.
