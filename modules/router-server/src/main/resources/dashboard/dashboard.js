@@ -1,0 +1,296 @@
+// kvrouter dashboard: polls the management server's JSON routes once a second and renders every model's admission
+// state, its recent decisions and its regions' pools. Plain browser JavaScript, no build step.
+'use strict';
+
+(() => {
+  const POLL_MS = 1000;
+  const FETCH_TIMEOUT_MS = 5000;
+  const DECISIONS_LIMIT = 10;
+  const NOT_AVAILABLE = 'not available on this node';
+
+  const byTestId = (id) => document.querySelector(`[data-testid="${id}"]`);
+  const select = byTestId('model-select');
+  const main = byTestId('models');
+  const noModels = byTestId('no-models');
+  const lastRefresh = byTestId('last-refresh');
+  const banner = byTestId('error-banner');
+  /** model name → its section element, kept across refreshes so unchanged sections are not touched. */
+  const sections = new Map();
+  let refreshes = 0;
+
+  // JsonFormat prints 64-bit integers as strings and leaves out nothing (default values included).
+  const num = (value) => {
+    const n = Number(value);
+    return Number.isFinite(n) ? n : 0;
+  };
+  const esc = (value) => String(value ?? '').replace(/[&<>"']/g,
+      (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+  const fmt = (value) => {
+    const n = num(value);
+    return Number.isInteger(n) ? String(n) : n.toFixed(3);
+  };
+  const time = (unixMs) => {
+    const d = new Date(num(unixMs));
+    return d.toLocaleTimeString([], { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+  };
+
+  /** Thrown for a failed fetch; `status` is 0 when no HTTP answer came. */
+  class FetchError extends Error {
+    constructor(path, status, detail) {
+      super(`GET ${path}: ${status ? 'HTTP ' + status : 'no answer'}${detail ? ' (' + detail + ')' : ''}`);
+      this.status = status;
+    }
+  }
+
+  async function getJson(path) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), FETCH_TIMEOUT_MS);
+    try {
+      const response = await fetch(path, { signal: abort.signal, cache: 'no-store' });
+      if (!response.ok) {
+        const body = (await response.text()).slice(0, 200);
+        throw new FetchError(path, response.status, body);
+      }
+      return await response.json();
+    } catch (e) {
+      throw e instanceof FetchError ? e : new FetchError(path, 0, e.name === 'AbortError' ? 'timed out' : e.message);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A route that may not exist on this node (it answers 404 there): null then, so its panel says so. */
+  async function getOptional(path) {
+    try {
+      return await getJson(path);
+    } catch (e) {
+      if (e instanceof FetchError && e.status === 404) {
+        return null;
+      }
+      throw e;
+    }
+  }
+
+  async function loadModel(model, errors) {
+    const q = encodeURIComponent(model);
+    const settled = await Promise.allSettled([
+      getJson(`/models/state?model=${q}`),
+      getOptional(`/models/explain?model=${q}&limit=${DECISIONS_LIMIT}`),
+    ]);
+    const [state, explain] = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
+    settled.filter((s) => s.status === 'rejected').forEach((s) => errors.push(s.reason.message));
+    let pools;
+    if (state && Array.isArray(state.pools)) {
+      pools = state.pools;
+    } else {
+      try {
+        const answer = await getOptional(`/models/pools?model=${q}`);
+        pools = answer === null ? null : Array.isArray(answer) ? answer : answer.pools || [];
+      } catch (e) {
+        errors.push(e.message);
+      }
+    }
+    return { model, state, decisions: explain === null ? null : explain && (explain.decisions || []), pools };
+  }
+
+  // ---- rendering: each section's HTML is rebuilt as a string and written only when it changed (no flicker)
+
+  function bar(testId, label, value, capacity) {
+    const ratio = capacity > 0 ? Math.min(1, value / capacity) : 0;
+    const level = ratio >= 1 ? ' full' : ratio >= 0.85 ? ' hot' : '';
+    return `<div class="bar${level}" data-testid="${testId}" data-value="${value}" data-capacity="${capacity}"
+        title="${esc(label)}: ${value} of ${capacity}">
+      <div class="fill" style="width:${(ratio * 100).toFixed(1)}%"></div>
+      <div class="text">${esc(label)} ${value} / ${capacity}</div></div>`;
+  }
+
+  function stat(testId, label, value) {
+    return `<div class="stat"><span class="label">${esc(label)}</span>
+      <span class="value" data-testid="${testId}">${esc(value)}</span></div>`;
+  }
+
+  function rankRow(worker, rank) {
+    const config = worker.config || {};
+    const load = rank.load || {};
+    const available = worker.available !== false;
+    const reported = rank.reported;
+    const marks = [
+      rank.overloaded ? '<span class="badge bad" data-testid="rank-overloaded">OVERLOADED</span>' : '',
+      available ? '' : '<span class="badge warn" data-testid="rank-unavailable">UNAVAILABLE</span>',
+    ].join('');
+    return `<div class="rank${rank.overloaded ? ' overloaded' : ''}" data-testid="rank"
+        data-worker="${esc(config.workerId)}" data-rank="${num(rank.dpRank)}"
+        data-overloaded="${!!rank.overloaded}" data-available="${available}">
+      <span class="rank-name">rank ${num(rank.dpRank)}</span>
+      <span class="figure">in flight <b data-testid="rank-in-flight">${num(load.inFlight)}</b></span>
+      <span class="figure">bookings <b data-testid="rank-live-bookings">${num(rank.liveBookings)}</b></span>
+      ${bar('rank-prefill', 'prefill tokens', num(load.prefillTokens), num(config.maxNumBatchedTokens))}
+      ${bar('rank-decode', 'decode blocks', num(load.decodeBlocks), num(config.totalKvBlocks))}
+      <span class="marks">${marks}</span>
+      ${reported ? `<span class="reported" data-testid="rank-reported">engine reported: ${num(reported.activeDecodeBlocks)}
+        decode blocks, ${num(reported.activePrefillTokens)} prefill tokens, ${num(reported.waitingRequests)} waiting</span>` : ''}
+    </div>`;
+  }
+
+  function workerBlock(worker) {
+    const config = worker.config || {};
+    const available = worker.available !== false;
+    return `<div class="worker${available ? '' : ' unavailable'}" data-testid="worker"
+        data-worker="${esc(config.workerId)}" data-available="${available}">
+      <div class="worker-head"><span class="id">${esc(config.workerId)}</span>
+        <span class="meta">${esc(config.endpoint)} · region ${esc(config.region)} · ranks ${num(config.dpStart)}..${
+          num(config.dpStart) + num(config.dpSize) - 1}</span>
+        ${available ? '' : '<span class="badge warn" data-testid="worker-unavailable">UNAVAILABLE</span>'}</div>
+      ${(worker.ranks || []).map((rank) => rankRow(worker, rank)).join('')}
+    </div>`;
+  }
+
+  function decisionsPanel(decisions) {
+    if (decisions === null) {
+      return `<p class="unavailable-note" data-testid="decisions-unavailable">${NOT_AVAILABLE}</p>`;
+    }
+    if (decisions === undefined) {
+      return '<p class="unavailable-note">could not be read</p>';
+    }
+    if (decisions.length === 0) {
+      return '<p class="unavailable-note" data-testid="decisions-empty">no decision yet</p>';
+    }
+    const rows = decisions.map((d) => {
+      const picked = d.picked || {};
+      return `<tr data-testid="decision-row" data-kind="${esc(d.kind)}" data-request-id="${esc(d.requestId)}"
+          data-worker="${esc(picked.workerId)}" data-rank="${num(picked.dpRank)}">
+        <td>${time(d.unixMs)}</td><td>${esc(d.kind)}</td><td>${esc(d.requestId)}</td>
+        <td>${esc(picked.workerId)} / ${num(picked.dpRank)}</td><td>${fmt(d.pickedCost)}</td>
+        <td>${d.hasRunnerUp ? fmt(d.margin) : '—'}</td><td>${(d.candidates || []).length}</td>
+        <td>${(d.filtered || []).length}</td></tr>`;
+    }).join('');
+    return `<table><thead><tr><th>time</th><th>kind</th><th>request</th><th>picked</th><th>cost</th><th>margin</th>
+      <th>candidates</th><th>filtered</th></tr></thead><tbody>${rows}</tbody></table>`;
+  }
+
+  function poolsPanel(pools) {
+    if (pools === null) {
+      return `<p class="unavailable-note" data-testid="pools-unavailable">${NOT_AVAILABLE}</p>`;
+    }
+    if (pools === undefined) {
+      return '<p class="unavailable-note">could not be read</p>';
+    }
+    if (pools.length === 0) {
+      return '<p class="unavailable-note" data-testid="pools-empty">no pool known</p>';
+    }
+    const rows = pools.map((p) => `<tr class="${p.stale ? 'stale' : ''}" data-testid="pool-row"
+        data-region="${esc(p.region)}" data-stale="${!!p.stale}">
+      <td>${esc(p.region)}${p.stale ? ' <span class="badge bad" data-testid="pool-stale">STALE</span>' : ''}</td>
+      <td>${num(p.workers)}</td><td>${num(p.ranks)}</td><td>${num(p.inFlight)}</td><td>${num(p.pending)}</td>
+      <td>${bar('pool-load', 'load', num(p.load), num(p.capacity))}</td><td>${num(p.ageMs)} ms</td>
+      <td>${esc((p.routerEndpoints || []).join(', '))}</td></tr>`).join('');
+    return `<table><thead><tr><th>region</th><th>workers</th><th>ranks</th><th>in flight</th><th>pending</th>
+      <th>load</th><th>age</th><th>routers</th></tr></thead><tbody>${rows}</tbody></table>`;
+  }
+
+  function modelHtml({ model, state, decisions, pools }) {
+    if (!state) {
+      return `<div class="model-head"><h2 data-testid="model-name">${esc(model)}</h2>
+        <span class="unavailable-note">state could not be read</span></div>`;
+    }
+    const workers = state.workers || [];
+    const ranks = workers.flatMap((w) => w.ranks || []);
+    const inFlight = ranks.reduce((sum, r) => sum + num((r.load || {}).inFlight), 0);
+    const staleness = state.staleness || {};
+    const lag = num(staleness.replicationSeqLag);
+    const copy = num(staleness.viewAgeMs) > 0 || lag > 0 || staleness.awaitingSnapshot
+      ? ` · this node's copy: ${lag} updates behind, ${num(staleness.viewAgeMs)} ms old` : '';
+    return `<div class="model-head"><h2 data-testid="model-name">${esc(state.model || model)}</h2>
+        <span class="meta">policy ${esc(state.policy)} · view ${num(state.viewVersion)} · block size
+          ${num(state.blockSize)} · epoch ${num(state.epoch)} · region ${esc(state.region)} · actor on
+          ${esc(state.hostNode)}${copy}</span>
+        ${state.recovering ? '<span class="badge warn" data-testid="model-recovering">RECOVERING</span>' : ''}
+        ${staleness.awaitingSnapshot ? '<span class="badge warn">AWAITING SNAPSHOT</span>' : ''}</div>
+      <div class="stats">
+        ${stat('queue-depth', 'queue depth', num(state.pending))}
+        ${stat('live-bookings', 'live bookings', (state.bookings || []).length)}
+        ${stat('total-in-flight', 'in flight', inFlight)}
+        ${stat('worker-count', 'workers', `${workers.filter((w) => w.available !== false).length} / ${workers.length} available`)}
+        ${stat('expired-bookings', 'expired bookings', num(state.expiredBookings))}
+      </div>
+      <h3>Ranks</h3>
+      ${workers.map(workerBlock).join('') || '<p class="unavailable-note">no worker</p>'}
+      <div class="panels">
+        <div data-testid="decisions"><h3>Recent decisions</h3>${decisionsPanel(decisions)}</div>
+        <div data-testid="pools"><h3>Pools per region</h3>${poolsPanel(pools)}</div>
+      </div>`;
+  }
+
+  function renderModels(loaded) {
+    const shown = new Set(loaded.map((m) => m.model));
+    for (const [model, section] of sections) {
+      if (!shown.has(model)) {
+        section.remove();
+        sections.delete(model);
+      }
+    }
+    loaded.forEach((data) => {
+      let section = sections.get(data.model);
+      if (!section) {
+        section = document.createElement('section');
+        section.className = 'model';
+        section.dataset.testid = 'model-section';
+        section.dataset.model = data.model;
+        sections.set(data.model, section);
+      }
+      const html = modelHtml(data);
+      if (section.dataset.html !== html) {
+        section.innerHTML = html;
+        section.dataset.html = html;
+      }
+      main.appendChild(section); // keeps the sections in the models' order (a move, not a copy)
+    });
+    noModels.hidden = loaded.length > 0;
+  }
+
+  function renderSelector(models) {
+    const current = [...select.options].slice(1).map((o) => o.value);
+    if (current.join('\n') === models.join('\n')) {
+      return;
+    }
+    const chosen = select.value;
+    select.replaceChildren(select.options[0], ...models.map((m) => new Option(m, m)));
+    select.value = models.includes(chosen) ? chosen : '';
+  }
+
+  function renderErrors(errors) {
+    banner.hidden = errors.length === 0;
+    banner.textContent = errors.length ? `Refresh failed: ${errors.join('\n')}` : '';
+  }
+
+  async function refresh() {
+    const errors = [];
+    let models;
+    try {
+      models = (await getJson('/models')).models || [];
+    } catch (e) {
+      renderErrors([e.message]);
+      return; // keep showing the last figures under the banner
+    }
+    renderSelector(models);
+    const shown = select.value ? [select.value] : models;
+    const loaded = await Promise.all(shown.map((model) => loadModel(model, errors)));
+    renderModels(loaded);
+    renderErrors(errors);
+    refreshes += 1;
+    lastRefresh.dataset.refreshCount = String(refreshes);
+    lastRefresh.textContent = `last refresh ${time(Date.now())}`;
+  }
+
+  async function poll() {
+    try {
+      await refresh();
+    } catch (e) {
+      renderErrors([String(e && e.message ? e.message : e)]);
+    }
+    setTimeout(poll, POLL_MS);
+  }
+
+  select.addEventListener('change', () => refresh().catch((e) => renderErrors([String(e.message || e)])));
+  poll();
+})();
