@@ -11,7 +11,13 @@
 //   "models": [MODEL, ...] (the sections shown, in order), "model": MODEL (the section the rest is about),
 //   "queueDepth": N, "liveBookings": N, "ranks": [{"worker", "rank", "inFlight", "liveBookings",
 //   "prefill": [value, capacity], "decode": [value, capacity], "overloaded", "available"}, ...],
-//   "decisions": TEXT, "pools": TEXT (a panel's note, e.g. "not available on this node"),
+//   "decisions": TEXT, "pools": TEXT (a panel's note, e.g. "not available on this node", or "N rows"),
+//   "decisionRows": [{"kind", "requestId", "worker", "rank"}, ...], "poolRows": [{"region", "stale"}, ...],
+//   "stub": {"explain": BODY, "pools": BODY} (optional: from this step on, the page's requests to /models/explain
+//   and /models/pools get these answers, and its /models/state answers lose any "pools" field, so the panels are
+//   checked on the routes' documented formats whether or not this node serves them),
+//   "abort": PATH (optional: from this step on, the page's requests to PATH fail as if the server were down; "restore":
+//   true lifts it), "errorBanner": TEXT the error banner must contain (without it, the banner must be hidden),
 //   "screenshot": PATH (optional)}
 // Environment: KVROUTER_CHROMIUM (default /usr/bin/chromium), KVROUTER_DASHBOARD_STEP_TIMEOUT_MS (default 20000),
 // KVROUTER_DASHBOARD_HARD_TIMEOUT_MS (default 180000: the process exits 3 after it, whatever happens).
@@ -82,16 +88,28 @@ function observe(model) {
     })),
     decisions: panelNote('decisions'),
     pools: panelNote('pools'),
+    decisionRows: [...section.querySelectorAll('[data-testid="decision-row"]')].map((row) => ({
+      kind: row.dataset.kind, requestId: row.dataset.requestId, worker: row.dataset.worker,
+      rank: Number(row.dataset.rank),
+    })),
+    poolRows: [...section.querySelectorAll('[data-testid="pool-row"]')].map((row) => ({
+      region: row.dataset.region,
+      stale: q(row, 'pool-stale') !== null && row.dataset.stale === 'true',
+    })),
   });
 }
 
 /** The expected fields the page does not show as expected (empty when it matches). */
 function mismatches(expected, seen) {
   const wrong = [];
-  if (seen.errorBanner) {
+  if (expected.errorBanner === undefined && seen.errorBanner) {
     wrong.push(`error banner shown: ${seen.errorBanner}`);
   }
-  for (const key of ['models', 'model', 'queueDepth', 'liveBookings', 'ranks', 'decisions', 'pools']) {
+  if (expected.errorBanner !== undefined && !(seen.errorBanner || '').includes(expected.errorBanner)) {
+    wrong.push(`error banner: expected one saying "${expected.errorBanner}", page shows ${seen.errorBanner}`);
+  }
+  for (const key of ['models', 'model', 'queueDepth', 'liveBookings', 'ranks', 'decisions', 'pools', 'decisionRows',
+    'poolRows']) {
     if (key in expected && JSON.stringify(expected[key]) !== JSON.stringify(seen[key])) {
       wrong.push(`${key}: expected ${JSON.stringify(expected[key])}, page shows ${JSON.stringify(seen[key])}`);
     }
@@ -101,7 +119,34 @@ function mismatches(expected, seen) {
 
 const refreshCount = () => Number(document.querySelector('[data-testid="last-refresh"]').dataset.refreshCount);
 
+async function stub(page, answers) {
+  await page.route((u) => u.pathname === '/models/explain', (route) => route.fulfill({ json: answers.explain }));
+  await page.route((u) => u.pathname === '/models/pools', (route) => route.fulfill({ json: answers.pools }));
+  await page.route((u) => u.pathname === '/models/state', async (route) => {
+    const response = await route.fetch();
+    const state = await response.json();
+    delete state.pools;
+    await route.fulfill({ response, json: state });
+  });
+}
+
+const aborted = new Map();
+
 async function check(page, expected) {
+  if (expected.stub) {
+    await stub(page, expected.stub);
+  }
+  if (expected.abort) {
+    const matcher = (u) => u.pathname === expected.abort;
+    aborted.set(expected.abort, matcher);
+    await page.route(matcher, (route) => route.abort('connectionrefused'));
+  }
+  if (expected.restore) {
+    for (const matcher of aborted.values()) {
+      await page.unroute(matcher);
+    }
+    aborted.clear();
+  }
   const refreshesBefore = await page.evaluate(refreshCount);
   if (expected.select !== undefined) {
     await page.selectOption('[data-testid="model-select"]', expected.select, { timeout: stepTimeoutMs });
@@ -112,8 +157,9 @@ async function check(page, expected) {
   for (;;) {
     seen = await page.evaluate(observe, expected.model);
     wrong = mismatches(expected, seen);
-    // only a refresh that started after the step did reads what the step is about (the one under way may not)
-    if (seen.refreshes < refreshesBefore + 2) {
+    // only a refresh that started after the step did reads what the step is about (the one under way may not);
+    // a failing one does not count as a refresh, and only it can show the banner expected
+    if (expected.errorBanner === undefined && seen.refreshes < refreshesBefore + 2) {
       wrong.push(`no refresh started after the step began (refreshes ${refreshesBefore} then ${seen.refreshes})`);
     }
     if (wrong.length === 0 || Date.now() > deadline) {
@@ -150,8 +196,9 @@ async function main() {
       if (await page.evaluate(() => window.kvrouterCheckMark) !== 'not reloaded') {
         fail(`step "${expected.step}": the page was reloaded`);
       }
-      // console errors other than the 404s of routes this node lacks (the panels say so)
-      const unexpected = pageErrors.filter((e) => !/404/.test(e));
+      // script errors; the browser's own lines for failed requests (404s of routes this node lacks, aborted
+      // requests) are not the page's: the page shows those in its panels and banner
+      const unexpected = pageErrors.filter((e) => !e.startsWith('Failed to load resource'));
       if (unexpected.length) {
         fail(`step "${expected.step}": the page logged errors: ${unexpected.join('; ')}`);
       }

@@ -27,8 +27,9 @@
       (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
   const fmt = (value) => {
     const n = num(value);
-    return Number.isInteger(n) ? String(n) : n.toFixed(3);
+    return String(Number(n.toFixed(3)));
   };
+  const age = (ms) => (num(ms) < 1000 ? `${num(ms)} ms` : `${(num(ms) / 1000).toFixed(1)} s`);
   const time = (unixMs) => {
     const d = new Date(num(unixMs));
     return d.toLocaleTimeString([], { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
@@ -182,7 +183,7 @@
         data-region="${esc(p.region)}" data-stale="${!!p.stale}">
       <td>${esc(p.region)}${p.stale ? ' <span class="badge bad" data-testid="pool-stale">STALE</span>' : ''}</td>
       <td>${num(p.workers)}</td><td>${num(p.ranks)}</td><td>${num(p.inFlight)}</td><td>${num(p.pending)}</td>
-      <td>${bar('pool-load', 'load', num(p.load), num(p.capacity))}</td><td>${num(p.ageMs)} ms</td>
+      <td>${bar('pool-load', 'load', num(p.load), num(p.capacity))}</td><td>${age(p.ageMs)}</td>
       <td>${esc((p.routerEndpoints || []).join(', '))}</td></tr>`).join('');
     return `<table><thead><tr><th>region</th><th>workers</th><th>ranks</th><th>in flight</th><th>pending</th>
       <th>load</th><th>age</th><th>routers</th></tr></thead><tbody>${rows}</tbody></table>`;

@@ -25,6 +25,8 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
+import java.net.URLEncoder;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,7 +49,9 @@ import org.junit.jupiter.api.Test;
  * {@code dashboard/check-dashboard.js}, against a running node with registered workers, bookings, a queued Book and
  * an overloaded worker whose load reports stopped (unavailable). The script checks the figures the page shows; then
  * bookings are released and the same page, without a reload, must show the new figures; then the model selector
- * narrows the page to one model. It saves the screenshot kept as router-server's {@code docs/dashboard.png}.
+ * narrows the page to one model; the decisions and pools panels are checked on answers in their routes' documented
+ * formats; and a server that stops answering raises the error banner until it answers again. It saves the
+ * screenshot kept as router-server's {@code docs/dashboard.png}.
  */
 class DashboardBrowserTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -136,13 +140,26 @@ class DashboardBrowserTest {
       selected.put("select", OTHER_MODEL);
       selected.set("models", JSON.valueToTree(List.of(OTHER_MODEL)));
       browser.check(selected);
+
+      browser.check(stubbedPanels(expectation("coming routes' formats", MODEL, router.state(MODEL), 0)));
+
+      // the server stops answering: a banner says so over the last figures, and goes once it answers again
+      ObjectNode down = JSON.createObjectNode().put("step", "server down").put("model", MODEL)
+          .put("abort", "/models").put("errorBanner", "GET /models: no answer").put("liveBookings", 2);
+      down.set("models", JSON.valueToTree(List.of(MODEL)));
+      browser.check(down);
+      ObjectNode back = JSON.createObjectNode().put("step", "server back").put("model", MODEL).put("restore", true)
+          .put("liveBookings", 2);
+      back.set("models", JSON.valueToTree(List.of(MODEL)));
+      browser.check(back);
       browser.finish();
     }
     assertThat(join(router.router.release(ref(b))).getApplied()).isTrue();
   }
 
   /** What the page must show for {@code model}, from its state (which the test checked first). */
-  private static ObjectNode expectation(String step, String model, ModelState state, int queueDepth) {
+  private static ObjectNode expectation(String step, String model, ModelState state, int queueDepth)
+      throws Exception {
     ObjectNode expected = JSON.createObjectNode();
     expected.put("step", step);
     expected.put("model", model);
@@ -164,10 +181,85 @@ class DashboardBrowserTest {
         r.put("available", worker.getAvailable());
       }
     }
-    // this node has no /models/explain nor /models/pools route (yet): the panels say so instead of breaking
-    expected.put("decisions", NOT_AVAILABLE);
-    expected.put("pools", NOT_AVAILABLE);
+    expected.put("decisions", decisionsNote(model));
+    expected.put("pools", poolsNote(model));
     return expected;
+  }
+
+  /**
+   * What the decisions panel must say: a node without the {@code /models/explain} route answers 404 there (the
+   * panel says so instead of breaking the page); one with it shows a row per decision.
+   */
+  private static String decisionsNote(String model) throws Exception {
+    HttpResponse<String> answer = router.managementGet("/models/explain?model=" + encode(model) + "&limit=10");
+    if (answer.statusCode() == 404) {
+      return NOT_AVAILABLE;
+    }
+    assertThat(answer.statusCode()).as("GET /models/explain: %s", answer.body()).isEqualTo(200);
+    return rowsNote(JSON.readTree(answer.body()).path("decisions").size(), "no decision yet");
+  }
+
+  /** The same for the pools panel: the state's {@code pools} if it has them, else {@code /models/pools}. */
+  private static String poolsNote(String model) throws Exception {
+    JsonNode pools = JSON.readTree(router.managementGet("/models/state?model=" + encode(model)).body()).get("pools");
+    if (pools == null) {
+      HttpResponse<String> answer = router.managementGet("/models/pools?model=" + encode(model));
+      if (answer.statusCode() == 404) {
+        return NOT_AVAILABLE;
+      }
+      assertThat(answer.statusCode()).as("GET /models/pools: %s", answer.body()).isEqualTo(200);
+      JsonNode body = JSON.readTree(answer.body());
+      pools = body.isArray() ? body : body.path("pools");
+    }
+    return rowsNote(pools.size(), "no pool known");
+  }
+
+  private static String rowsNote(int rows, String none) {
+    return rows == 0 ? none : rows + " rows";
+  }
+
+  /**
+   * The panels on answers in the documented formats of {@code /models/explain} and {@code /models/pools} (given to
+   * the page by the script, whether or not this node serves those routes): a row per decision and per region, the
+   * stale region marked.
+   */
+  private static ObjectNode stubbedPanels(ObjectNode expected) throws IOException {
+    expected.put("select", MODEL);
+    expected.set("models", JSON.valueToTree(List.of(MODEL)));
+    expected.set("stub", JSON.readTree("""
+        {"explain": {"model": "%1$s", "node": "n1", "decisions": [
+           {"kind": "book", "unixMs": "1796143383248", "requestId": "r-2", "policy": "kv", "viewVersion": "4",
+            "requestBlocks": 63, "candidates": [
+              {"workerId": "w2", "dpRank": 1, "inFlight": 1, "cost": 125.5, "costTerms": {"prefill": 125.5},
+               "picked": true},
+              {"workerId": "w2", "dpRank": 0, "inFlight": 2, "cost": 251, "picked": false}],
+            "filtered": [{"workerId": "w1", "dpRank": 0, "reason": "OVERLOADED"}],
+            "picked": {"workerId": "w2", "dpRank": 1, "endpoint": "http://w2:8000", "region": "local"},
+            "pickedCost": 125.5, "runnerUpCost": 251, "hasRunnerUp": true, "margin": 125.5, "node": "n1"},
+           {"kind": "select", "unixMs": "1796143382000", "requestId": "", "policy": "kv", "viewVersion": "4",
+            "candidates": [{"workerId": "w1", "dpRank": 0, "cost": 3.25, "picked": true}], "filtered": [],
+            "picked": {"workerId": "w1", "dpRank": 0}, "pickedCost": 3.25, "hasRunnerUp": false, "margin": 0}]},
+         "pools": {"pools": [
+           {"region": "eu-west", "workers": 2, "ranks": 3, "inFlight": 3, "pending": 1, "capacity": 24576,
+            "load": 3000, "ageMs": "120", "stale": false, "routerEndpoints": ["router-eu-1:50051"], "epoch": "1",
+            "sequence": "42"},
+           {"region": "us-east", "workers": 1, "ranks": 1, "inFlight": 0, "pending": 0, "capacity": 8192,
+            "load": 0, "ageMs": "65000", "stale": true, "routerEndpoints": ["router-us-1:50051"], "epoch": "1",
+            "sequence": "7"}]}}
+        """.formatted(MODEL)));
+    expected.put("decisions", "2 rows");
+    expected.put("pools", "2 rows");
+    expected.set("decisionRows", JSON.readTree("""
+        [{"kind": "book", "requestId": "r-2", "worker": "w2", "rank": 1},
+         {"kind": "select", "requestId": "", "worker": "w1", "rank": 0}]"""));
+    expected.set("poolRows", JSON.readTree("""
+        [{"region": "eu-west", "stale": false}, {"region": "us-east", "stale": true}]"""));
+    expected.put("screenshot", outputDir().resolve("dashboard-panels.png").toString());
+    return expected;
+  }
+
+  private static String encode(String model) {
+    return URLEncoder.encode(model, StandardCharsets.UTF_8);
   }
 
   private static void assertRanks(ModelState state, List<String> expected) {
