@@ -146,48 +146,43 @@
     </div>`;
   }
 
-  function decisionsPanel(decisions) {
-    if (decisions === null) {
-      return `<p class="unavailable-note" data-testid="decisions-unavailable">${NOT_AVAILABLE}</p>`;
+  /**
+   * A panel's table of `items`, one row each, or its note: null is a route this node does not serve (404),
+   * undefined one that failed (the banner says how).
+   */
+  function panel(testId, items, none, headers, row) {
+    if (items === null) {
+      return `<p class="unavailable-note" data-testid="${testId}-unavailable">${NOT_AVAILABLE}</p>`;
     }
-    if (decisions === undefined) {
+    if (items === undefined) {
       return '<p class="unavailable-note">could not be read</p>';
     }
-    if (decisions.length === 0) {
-      return '<p class="unavailable-note" data-testid="decisions-empty">no decision yet</p>';
+    if (items.length === 0) {
+      return `<p class="unavailable-note" data-testid="${testId}-empty">${none}</p>`;
     }
-    const rows = decisions.map((d) => {
-      const picked = d.picked || {};
-      return `<tr data-testid="decision-row" data-kind="${esc(d.kind)}" data-request-id="${esc(d.requestId)}"
-          data-worker="${esc(picked.workerId)}" data-rank="${num(picked.dpRank)}">
-        <td>${time(d.unixMs)}</td><td>${esc(d.kind)}</td><td>${esc(d.requestId)}</td>
-        <td>${esc(picked.workerId)} / ${num(picked.dpRank)}</td><td>${fmt(d.pickedCost)}</td>
-        <td>${d.hasRunnerUp ? fmt(d.margin) : '—'}</td><td>${(d.candidates || []).length}</td>
-        <td>${(d.filtered || []).length}</td></tr>`;
-    }).join('');
-    return `<table><thead><tr><th>time</th><th>kind</th><th>request</th><th>picked</th><th>cost</th><th>margin</th>
-      <th>candidates</th><th>filtered</th></tr></thead><tbody>${rows}</tbody></table>`;
+    return `<table><thead><tr>${headers.map((h) => `<th>${h}</th>`).join('')}</tr></thead>
+      <tbody>${items.map(row).join('')}</tbody></table>`;
   }
 
-  function poolsPanel(pools) {
-    if (pools === null) {
-      return `<p class="unavailable-note" data-testid="pools-unavailable">${NOT_AVAILABLE}</p>`;
-    }
-    if (pools === undefined) {
-      return '<p class="unavailable-note">could not be read</p>';
-    }
-    if (pools.length === 0) {
-      return '<p class="unavailable-note" data-testid="pools-empty">no pool known</p>';
-    }
-    const rows = pools.map((p) => `<tr class="${p.stale ? 'stale' : ''}" data-testid="pool-row"
-        data-region="${esc(p.region)}" data-stale="${!!p.stale}">
-      <td>${esc(p.region)}${p.stale ? ' <span class="badge bad" data-testid="pool-stale">STALE</span>' : ''}</td>
-      <td>${num(p.workers)}</td><td>${num(p.ranks)}</td><td>${num(p.inFlight)}</td><td>${num(p.pending)}</td>
-      <td>${bar('pool-load', 'load', num(p.load), num(p.capacity))}</td><td>${age(p.ageMs)}</td>
-      <td>${esc((p.routerEndpoints || []).join(', '))}</td></tr>`).join('');
-    return `<table><thead><tr><th>region</th><th>workers</th><th>ranks</th><th>in flight</th><th>pending</th>
-      <th>load</th><th>age</th><th>routers</th></tr></thead><tbody>${rows}</tbody></table>`;
-  }
+  const decisionsPanel = (decisions) => panel('decisions', decisions, 'no decision yet',
+      ['time', 'kind', 'request', 'picked', 'cost', 'margin', 'candidates', 'filtered'], (d) => {
+        const picked = d.picked || {};
+        return `<tr data-testid="decision-row" data-kind="${esc(d.kind)}" data-request-id="${esc(d.requestId)}"
+            data-worker="${esc(picked.workerId)}" data-rank="${num(picked.dpRank)}">
+          <td>${time(d.unixMs)}</td><td>${esc(d.kind)}</td><td>${esc(d.requestId)}</td>
+          <td>${esc(picked.workerId)} / ${num(picked.dpRank)}</td><td>${fmt(d.pickedCost)}</td>
+          <td>${d.hasRunnerUp ? fmt(d.margin) : '—'}</td><td>${(d.candidates || []).length}</td>
+          <td>${(d.filtered || []).length}</td></tr>`;
+      });
+
+  const poolsPanel = (pools) => panel('pools', pools, 'no pool known',
+      ['region', 'workers', 'ranks', 'in flight', 'pending', 'load', 'age', 'routers'],
+      (p) => `<tr class="${p.stale ? 'stale' : ''}" data-testid="pool-row" data-region="${esc(p.region)}"
+          data-stale="${!!p.stale}">
+        <td>${esc(p.region)}${p.stale ? ' <span class="badge bad" data-testid="pool-stale">STALE</span>' : ''}</td>
+        <td>${num(p.workers)}</td><td>${num(p.ranks)}</td><td>${num(p.inFlight)}</td><td>${num(p.pending)}</td>
+        <td>${bar('pool-load', 'load', num(p.load), num(p.capacity))}</td><td>${age(p.ageMs)}</td>
+        <td>${esc((p.routerEndpoints || []).join(', '))}</td></tr>`);
 
   function modelHtml({ model, state, decisions, pools }) {
     if (!state) {

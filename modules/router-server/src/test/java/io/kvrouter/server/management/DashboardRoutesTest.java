@@ -10,8 +10,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,20 +18,16 @@ import org.junit.jupiter.api.Test;
  * DashboardBrowserTest).
  */
 class DashboardRoutesTest {
-  private static TestRouter router;
-
-  @BeforeAll
-  static void start() {
-    router = TestRouter.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    router.close();
-  }
-
   @Test
-  void servesThePageAtBothAddresses() throws Exception {
+  void servesThePageAndItsAssetsAndNothingElse() throws Exception {
+    try (TestRouter router = TestRouter.start()) {
+      servesThePageAtEachAddress(router);
+      servesEveryAssetThePageLoads(router);
+      servesNothingElse(router);
+    }
+  }
+
+  private static void servesThePageAtEachAddress(TestRouter router) throws Exception {
     for (String path : List.of("/dashboard", "/dashboard/", "/dashboard/index.html")) {
       HttpResponse<String> page = router.managementGet(path);
       assertThat(page.statusCode()).as(path).isEqualTo(200);
@@ -43,8 +37,7 @@ class DashboardRoutesTest {
     }
   }
 
-  @Test
-  void servesEveryAssetThePageLoads() throws Exception {
+  private static void servesEveryAssetThePageLoads(TestRouter router) throws Exception {
     Matcher assets = Pattern.compile("(?:src|href)=\"(/dashboard/[^\"]+)\"").matcher(resource("index.html"));
     List<String> loaded = assets.results().map(m -> m.group(1)).toList();
     assertThat(loaded).containsExactlyInAnyOrder("/dashboard/dashboard.js", "/dashboard/dashboard.css");
@@ -59,8 +52,7 @@ class DashboardRoutesTest {
         .hasValue("text/css; charset=UTF-8");
   }
 
-  @Test
-  void servesNothingElse() throws Exception {
+  private static void servesNothingElse(TestRouter router) throws Exception {
     for (String path : List.of("/dashboard/application.conf", "/dashboard/../application.conf",
         "/dashboard/%2e%2e/application.conf", "/dashboard/..%2Fapplication.conf", "/dashboard/dashboard/index.html",
         "/dashboard/dashboard.js/", "/dashboard/io/kvrouter/server/Main.class", "/dashboardx")) {
