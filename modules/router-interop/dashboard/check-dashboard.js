@@ -20,7 +20,7 @@
 //   true lifts it), "errorBanner": TEXT the error banner must contain (without it, the banner must be hidden),
 //   "screenshot": PATH (optional)}
 // Environment: KVROUTER_CHROMIUM (default /usr/bin/chromium), KVROUTER_DASHBOARD_STEP_TIMEOUT_MS (default 20000),
-// KVROUTER_DASHBOARD_HARD_TIMEOUT_MS (default 180000: the process exits 3 after it, whatever happens).
+// KVROUTER_DASHBOARD_HARD_TIMEOUT_MS (default 300000: the process exits 3 after it, whatever happens).
 'use strict';
 
 const fs = require('fs');
@@ -31,7 +31,7 @@ const { chromium } = require('playwright-core');
 const url = process.argv[2];
 const executablePath = process.env.KVROUTER_CHROMIUM || '/usr/bin/chromium';
 const stepTimeoutMs = Number(process.env.KVROUTER_DASHBOARD_STEP_TIMEOUT_MS || 20000);
-const hardTimeoutMs = Number(process.env.KVROUTER_DASHBOARD_HARD_TIMEOUT_MS || 180000);
+const hardTimeoutMs = Number(process.env.KVROUTER_DASHBOARD_HARD_TIMEOUT_MS || 300000);
 // This machine has no network but loopback: without the background-networking flags Chromium keeps trying to
 // reach its services. launch() gives the browser a fresh temporary profile of its own.
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
