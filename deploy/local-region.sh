@@ -53,10 +53,4 @@ stop() {
   for n in $(seq "$nodes" -1 1); do stop_nodes "$n"; done
 }
 
-case "${1:-}" in
-  start) start ;;
-  status) status ;;
-  stop) stop ;;
-  kill) crash "${2:?usage: $0 kill N}" || exit 1 ;;
-  *) echo "usage: $0 start|status|stop|kill N" >&2; exit 2 ;;
-esac
+run_command "$@"

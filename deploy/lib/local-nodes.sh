@@ -8,6 +8,8 @@
 # and define:
 #   node_region N    the node's region (KVROUTER_REGION)
 #   seed_nodes       the seed list every node gets (KVROUTER_SEED_NODES)
+#   start, stop      their start and stop commands
+# and end with run_command "$@".
 
 grpc_port() { echo $((grpc_base + $1)); }
 management_port() { echo $((management_base + $1)); }
@@ -130,4 +132,14 @@ crash() { # crash N: SIGKILL, to watch failover
   pid="$(running_pid "$n")" || { echo "node $n is not running" >&2; return 1; }
   kill -KILL "$pid"
   echo "node $n (pid $pid) killed at $(date -u +%H:%M:%S.%N | cut -c1-12) UTC"
+}
+
+run_command() { # the scripts' command line: start | status | stop | kill N
+  case "${1:-}" in
+    start) start ;;
+    status) status ;;
+    stop) stop ;;
+    kill) crash "${2:?usage: $0 kill N}" || exit 1 ;;
+    *) echo "usage: $0 start|status|stop|kill N" >&2; exit 2 ;;
+  esac
 }

@@ -35,7 +35,8 @@ class DeploymentManifestsTest {
   private static final Path ROOT = Path.of(System.getProperty("kvrouter.interop.root", "../..")).toAbsolutePath()
       .normalize();
   private static final Path SERVER = ROOT.resolve("modules/router-server");
-  private static final Pattern VARIABLE = Pattern.compile("\\$\\{\\?(KVROUTER_[A-Z0-9_]+)}");
+  /** {@code ${?KVROUTER_X}} in the *.conf files (HOCON), {@code ${KVROUTER_X:-default}} in logback.xml. */
+  private static final Pattern VARIABLE = Pattern.compile("\\$\\{\\??(KVROUTER_[A-Z0-9_]+)(:-[^}]*)?}");
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
   /** application.conf as router-server ships it: defaults only, no environment. */
@@ -48,11 +49,14 @@ class DeploymentManifestsTest {
   @Test
   void everyKvrouterVariableInTheManifestsIsOneTheRouterReads() throws IOException {
     Set<String> read = variablesTheRouterReads();
-    assertThat(read).contains("KVROUTER_BOOTSTRAP", "KVROUTER_MANAGEMENT_PORT", "KVROUTER_REGION");
+    assertThat(read)
+        .contains("KVROUTER_BOOTSTRAP", "KVROUTER_MANAGEMENT_PORT", "KVROUTER_REGION", "KVROUTER_LOG_FORMAT")
+        .doesNotContain("KVROUTER_JAVA_OPTS");
     for (JsonNode deployment : kind("Deployment")) {
       for (String name : env(deployment).keySet()) {
         if (name.startsWith("KVROUTER_")) {
-          assertThat(read).as("%s in %s: read by router-server's *.conf", name, name(deployment)).contains(name);
+          assertThat(read).as("%s in %s: read by router-server's configuration", name, name(deployment))
+              .contains(name);
         }
       }
     }
@@ -162,7 +166,8 @@ class DeploymentManifestsTest {
       JsonNode container = container(deployment);
       assertThat(kind("Service")).as("a Service for %s's gRPC port", name(deployment)).anyMatch(service -> {
         Map<String, String> selector = labels(service.at("/spec/selector"));
-        boolean selectsRegion = !selector.isEmpty() && selector.equals(labels(deployment.at("/spec/selector/matchLabels")))
+        boolean selectsRegion = !selector.isEmpty()
+            && selector.equals(labels(deployment.at("/spec/selector/matchLabels")))
             && labels.entrySet().containsAll(selector.entrySet());
         boolean targetsGrpc = false;
         for (JsonNode port : service.at("/spec/ports")) {
@@ -241,11 +246,11 @@ class DeploymentManifestsTest {
 
   // --- helpers
 
-  /** Every {@code ${?KVROUTER_...}} in router-server's configuration files. */
+  /** Every variable router-server's configuration files (its *.conf and logback.xml) read. */
   private static Set<String> variablesTheRouterReads() throws IOException {
     Set<String> names = new TreeSet<>();
     try (Stream<Path> files = Files.list(SERVER.resolve("src/main/resources"))) {
-      for (Path conf : files.filter(p -> p.toString().endsWith(".conf")).toList()) {
+      for (Path conf : files.filter(p -> p.toString().endsWith(".conf") || p.endsWith("logback.xml")).toList()) {
         Matcher m = VARIABLE.matcher(Files.readString(conf));
         while (m.find()) {
           names.add(m.group(1));

@@ -1,18 +1,17 @@
 package io.kvrouter.interop;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static io.kvrouter.interop.NodeCalls.call;
+import static io.kvrouter.interop.NodeCalls.prompt;
+import static io.kvrouter.interop.NodeCalls.registerWorkers;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.google.protobuf.Message;
 import io.grpc.Status;
-import io.kvrouter.api.v1.Registered;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
 import io.kvrouter.api.v1.Selection;
-import io.kvrouter.api.v1.WorkerRegistration;
-import io.kvrouter.interop.InteropClient.Call;
 import io.kvrouter.interop.InteropClient.Reply;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -56,7 +55,6 @@ class LocalClusterScriptTest {
   /** The script's own bound is 240 s per wait; this bounds the whole start (four waves of JVMs, then membership). */
   private static final Duration SCRIPT_START_TIMEOUT = Duration.ofMinutes(15);
   private static final Duration SCRIPT_STOP_TIMEOUT = Duration.ofMinutes(3);
-  private static final Duration CALL_TIMEOUT = Duration.ofSeconds(10);
   private static final Duration VIEW_TIMEOUT = Duration.ofSeconds(30);
 
   private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
@@ -146,7 +144,7 @@ class LocalClusterScriptTest {
   @Order(2)
   void aModelRegisteredInOneRegionIsSelectableOnEveryNodeOfItsRegion() {
     String model = "cluster/regional";
-    registerWorkers(1, model);
+    registerWorkers(client(1), model);
     for (int n = 1; n <= PER_REGION; n++) {
       Selection selection = awaitSelection(n, model, Scope.SCOPE_REGION);
       assertThat(selection.getWorker().getWorkerId()).as("Select through node %d", n).isIn("w1", "w2");
@@ -164,7 +162,7 @@ class LocalClusterScriptTest {
   void aModelRegisteredInOneRegionIsGloballySelectableFromAllNineNodes() {
     String model = "cluster/global";
     int home = PER_REGION + 1; // the first node of the second region
-    registerWorkers(home, model);
+    registerWorkers(client(home), model);
     for (int n = 1; n <= NODES; n++) {
       Selection selection = awaitSelection(n, model, Scope.SCOPE_GLOBAL);
       assertThat(selection.getWorker().getWorkerId()).as("global Select through node %d", n).isIn("w1", "w2");
@@ -250,6 +248,10 @@ class LocalClusterScriptTest {
 
   // --- calls
 
+  private GrpcJavaClient client(int node) {
+    return clients.get(node - 1);
+  }
+
   private String managementUrl(int node, String path) {
     return "http://127.0.0.1:" + (managementBase + node) + path;
   }
@@ -259,33 +261,13 @@ class LocalClusterScriptTest {
         HttpResponse.BodyHandlers.ofString());
   }
 
-  private Reply call(int node, String service, String method, Message request, Message responsePrototype) {
-    return clients.get(node - 1).call(new Call(service, method, request, responsePrototype, Map.of(), CALL_TIMEOUT));
-  }
-
-  private void registerWorkers(int node, String model) {
-    for (String worker : List.of("w1", "w2")) {
-      Reply reply = call(node, "Workers", "Register", WorkerRegistration.newBuilder()
-          .setModel(model)
-          .setWorkerId(worker)
-          .setDpSize(1)
-          .setMaxNumBatchedTokens(8192)
-          .setTotalKvBlocks(1000)
-          .setBlockSize(16)
-          .setEndpoint("http://" + worker + ":8000")
-          .build(), Registered.getDefaultInstance());
-      assertThat(reply.code()).as("Register %s through node %d: %s", worker, node, reply).isEqualTo(Status.Code.OK);
-    }
-  }
-
   /** The node's answer to a Select once it is OK (its view of the model may lag the registration a little). */
   private Selection awaitSelection(int node, String model, Scope scope) {
-    RouteRequest.Builder request = RouteRequest.newBuilder().setModel(model).setScope(scope);
-    IntStream.range(0, 64).forEach(i -> request.addTokenIds(1000 + i));
+    RouteRequest request = prompt(model).setScope(scope).build();
     Reply[] last = new Reply[1];
     try {
       await().atMost(VIEW_TIMEOUT).pollInterval(Duration.ofMillis(250)).until(() -> {
-        last[0] = call(node, "Router", "Select", request.build(), Selection.getDefaultInstance());
+        last[0] = call(client(node), "Router", "Select", request, Selection.getDefaultInstance());
         return last[0].code() == Status.Code.OK;
       });
     } catch (org.awaitility.core.ConditionTimeoutException e) {
