@@ -1,22 +1,20 @@
 package io.kvrouter.interop;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static io.kvrouter.interop.NodeCalls.call;
+import static io.kvrouter.interop.NodeCalls.prompt;
+import static io.kvrouter.interop.NodeCalls.registerWorkers;
 import static org.awaitility.Awaitility.await;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.google.protobuf.Message;
 import io.grpc.Status;
 import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.ModelStateRequest;
-import io.kvrouter.api.v1.Registered;
 import io.kvrouter.api.v1.Released;
-import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Selection;
-import io.kvrouter.api.v1.WorkerRegistration;
-import io.kvrouter.interop.InteropClient.Call;
 import io.kvrouter.interop.InteropClient.Reply;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -35,7 +33,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -53,7 +50,6 @@ class RegionOfThreeJvmsTest {
   /** pekko.cluster.sharding.number-of-shards, typed sharding's default. */
   private static final int NUMBER_OF_SHARDS = 1000;
   private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
-  private static final Duration CALL_TIMEOUT = Duration.ofSeconds(10);
   private static final Duration STOP_TIMEOUT = Duration.ofSeconds(20);
 
   /** One launched node: its process and ports. */
@@ -273,27 +269,6 @@ class RegionOfThreeJvmsTest {
     return clients.get(node - 1);
   }
 
-  private static Reply call(InteropClient client, String service, String method, Message request,
-      Message responsePrototype) {
-    return client.call(new Call(service, method, request, responsePrototype, Map.of(), CALL_TIMEOUT));
-  }
-
-  private static void registerWorkers(InteropClient client, String model) {
-    for (String worker : List.of("w1", "w2")) {
-      Reply reply = call(client, "Workers", "Register", WorkerRegistration.newBuilder()
-          .setModel(model)
-          .setWorkerId(worker)
-          .setDpSize(1)
-          .setMaxNumBatchedTokens(8192)
-          .setTotalKvBlocks(1000)
-          .setBlockSize(16)
-          .setEndpoint("http://" + worker + ":8000")
-          .build(), Registered.getDefaultInstance());
-      assertThat(reply.code()).as("Register %s: %s", worker, reply).isEqualTo(Status.Code.OK);
-      assertThat(reply.response(Registered.class).getCreated()).isTrue();
-    }
-  }
-
   private static Booking book(InteropClient client, String model, String requestId) {
     Reply reply = call(client, "Router", "Book", prompt(model).setRequestId(requestId).build(),
         Booking.getDefaultInstance());
@@ -312,12 +287,5 @@ class RegionOfThreeJvmsTest {
   private static ModelState state(InteropClient client, String model) {
     return call(client, "Admin", "GetModelState", ModelStateRequest.newBuilder().setModel(model).build(),
         ModelState.getDefaultInstance()).response(ModelState.class);
-  }
-
-  /** A 64-token prompt (four full blocks of 16). */
-  private static RouteRequest.Builder prompt(String model) {
-    RouteRequest.Builder request = RouteRequest.newBuilder().setModel(model);
-    IntStream.range(0, 64).forEach(i -> request.addTokenIds(1000 + i));
-    return request;
   }
 }

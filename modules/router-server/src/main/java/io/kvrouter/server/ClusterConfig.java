@@ -6,15 +6,22 @@ import com.typesafe.config.ConfigValueFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Turns {@code kvrouter.cluster} (cluster.conf) into the Pekko settings it stands for: the seed nodes from
- * {@code seed-nodes} ({@code KVROUTER_SEED_NODES}) and the failure detector, split-brain resolver and removal margin
+ * {@code seed-nodes} ({@code KVROUTER_SEED_NODES}), cluster bootstrap's discovery method from {@code bootstrap}
+ * ({@code KVROUTER_BOOTSTRAP}) and the failure detector, split-brain resolver and removal margin
  * from the chosen {@code failure-detection} profile with its per-value overrides.
  */
 public final class ClusterConfig {
   static final String PATH = "kvrouter.cluster";
   static final String SEED_NODES_VARIABLE = "KVROUTER_SEED_NODES";
+  static final String BOOTSTRAP_VARIABLE = "KVROUTER_BOOTSTRAP";
+  static final String BOOTSTRAP_OFF = "off";
+  /** KVROUTER_BOOTSTRAP's short name for Pekko Discovery's Kubernetes API method. */
+  static final String BOOTSTRAP_KUBERNETES = "kubernetes";
+  static final String DISCOVERY_METHOD = "pekko.management.cluster.bootstrap.contact-point-discovery.discovery-method";
 
   private ClusterConfig() {}
 
@@ -26,12 +33,40 @@ public final class ClusterConfig {
     if (!seeds.isEmpty()) {
       pekko.put("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seeds));
     }
+    bootstrapMethod(cluster).ifPresent(method -> {
+      if (!seeds.isEmpty() || !config.getList("pekko.cluster.seed-nodes").isEmpty()) {
+        throw new IllegalArgumentException(BOOTSTRAP_VARIABLE + "=" + method + " (" + PATH + ".bootstrap) and "
+            + SEED_NODES_VARIABLE + " (" + PATH + ".seed-nodes) exclude each other: cluster bootstrap finds the "
+            + "peers itself");
+      }
+      String discovery = method.equals(BOOTSTRAP_KUBERNETES) ? "kubernetes-api" : method;
+      if (!config.hasPath("pekko.discovery." + discovery + ".class")) {
+        throw new IllegalArgumentException(BOOTSTRAP_VARIABLE + " (" + PATH + ".bootstrap): unknown discovery method '"
+            + method + "'; known: " + BOOTSTRAP_OFF + ", " + BOOTSTRAP_KUBERNETES + " or one configured under "
+            + "pekko.discovery (" + config.getConfig("pekko.discovery").root().keySet() + ")");
+      }
+      pekko.put(DISCOVERY_METHOD, discovery);
+    });
     return ConfigFactory.parseMap(pekko).withFallback(config);
   }
 
-  /** True when the node forms a cluster of its own: {@code join-self} is on and no seed node is configured. */
+  /** True when cluster bootstrap forms or joins the cluster ({@code bootstrap} names a discovery method). */
+  public static boolean bootstraps(Config config) {
+    return bootstrapMethod(config.getConfig(PATH)).isPresent();
+  }
+
+  private static Optional<String> bootstrapMethod(Config cluster) {
+    String method = cluster.getString("bootstrap").strip();
+    return method.isEmpty() || method.equals(BOOTSTRAP_OFF) ? Optional.empty() : Optional.of(method);
+  }
+
+  /**
+   * True when the node forms a cluster of its own: {@code join-self} is on, no seed node is configured and cluster
+   * bootstrap is off.
+   */
   public static boolean joinsSelf(Config config) {
-    return config.getBoolean(PATH + ".join-self") && config.getList("pekko.cluster.seed-nodes").isEmpty();
+    return config.getBoolean(PATH + ".join-self") && config.getList("pekko.cluster.seed-nodes").isEmpty()
+        && !bootstraps(config);
   }
 
   /**

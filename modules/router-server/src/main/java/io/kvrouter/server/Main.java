@@ -18,6 +18,7 @@ import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 import org.apache.pekko.http.javadsl.model.Uri;
+import org.apache.pekko.management.cluster.bootstrap.ClusterBootstrap;
 import org.apache.pekko.management.javadsl.PekkoManagement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -63,7 +64,7 @@ public final class Main {
         config);
     try {
       Cluster cluster = Cluster.get(system);
-      // with seed nodes, Pekko joins them by itself
+      // with seed nodes Pekko joins them by itself, with cluster bootstrap the bootstrap joins (below)
       if (ClusterConfig.joinsSelf(config)) {
         cluster.manager().tell(Join.create(cluster.selfMember().address()));
       }
@@ -80,6 +81,10 @@ public final class Main {
           services));
       InetSocketAddress grpcAddress = grpc.address();
       Uri management = await(PekkoManagement.get(system).start());
+      // after management: bootstrap's peers probe each other's management routes
+      if (ClusterConfig.bootstraps(config)) {
+        ClusterBootstrap.get(system).start();
+      }
       log.info("kvrouter gRPC ({} binding) on {}:{}, management on {}", grpc.binding().configName(),
           grpcAddress.getHostString(), grpcAddress.getPort(), management);
       return new RouterNode(system, routing, grpcAddress.getHostString(), grpcAddress.getPort(),

@@ -96,6 +96,59 @@ class ClusterConfigTest {
   }
 
   @Test
+  void bootstrapIsOffByDefault() {
+    Config config = load("");
+
+    assertThat(ClusterConfig.bootstraps(config)).isFalse();
+    assertThat(config.getString(ClusterConfig.DISCOVERY_METHOD)).isEqualTo("pekko.discovery");
+  }
+
+  @Test
+  void bootstrapSetsTheDiscoveryMethodAndTurnsJoinSelfOff() {
+    Config kubernetes = load("kvrouter.cluster.bootstrap = kubernetes");
+    assertThat(ClusterConfig.bootstraps(kubernetes)).isTrue();
+    assertThat(ClusterConfig.joinsSelf(kubernetes)).isFalse();
+    assertThat(kubernetes.getString(ClusterConfig.DISCOVERY_METHOD)).isEqualTo("kubernetes-api");
+    assertThat(kubernetes.getString("pekko.discovery.kubernetes-api.pod-label-selector")).isEqualTo("app=%s");
+    assertThat(kubernetes.getString("pekko.management.cluster.bootstrap.contact-point-discovery.service-name"))
+        .isEqualTo("kvrouter");
+
+    Config config = load("kvrouter.cluster.bootstrap = config");
+    assertThat(config.getString(ClusterConfig.DISCOVERY_METHOD)).isEqualTo("config");
+    assertThat(ClusterConfig.joinsSelf(config)).isFalse();
+  }
+
+  @Test
+  void bootstrapExcludesSeedNodesAndNeedsAKnownDiscoveryMethod() {
+    assertThatThrownBy(() -> load("""
+        kvrouter.cluster.bootstrap = kubernetes
+        kvrouter.cluster.seed-nodes = "127.0.0.1:25520"
+        """))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("KVROUTER_BOOTSTRAP")
+        .hasMessageContaining("KVROUTER_SEED_NODES");
+    assertThatThrownBy(() -> load("kvrouter.cluster.bootstrap = kubernetes-pods"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("KVROUTER_BOOTSTRAP")
+        .hasMessageContaining("'kubernetes-pods'");
+  }
+
+  @Test
+  void managementAndRemotingBindWhereTheyAdvertiseUnlessToldOtherwise() {
+    Config local = load("kvrouter.management.host = \"10.1.2.3\"");
+    assertThat(local.getString("pekko.management.http.hostname")).isEqualTo("10.1.2.3");
+    assertThat(local.getString("pekko.management.http.bind-hostname")).isEqualTo("10.1.2.3");
+    assertThat(local.getString("pekko.remote.artery.bind.hostname")).isEmpty();
+
+    Config pod = load("""
+        kvrouter.management.host = "10.1.2.3"
+        kvrouter.management.bind-host = "0.0.0.0"
+        """);
+    assertThat(pod.getString("pekko.management.http.hostname")).isEqualTo("10.1.2.3");
+    assertThat(pod.getString("pekko.management.http.bind-hostname")).isEqualTo("0.0.0.0");
+  }
+
+  @Test
   void theResolverIsConfigured() {
     Config config = load("");
 
