@@ -33,6 +33,8 @@ public final class Decision {
 
   private final DecisionKind kind;
   private final long unixMs;
+  /** Orders a node's decisions exactly (millis tie); comparable only within one JVM. */
+  private final long nanos;
   private final SelectionView view;
   private final SelectionRequest request;
   private final int[] ints;
@@ -49,6 +51,7 @@ public final class Decision {
       int filteredTotal) {
     this.kind = kind;
     this.unixMs = unixMs;
+    this.nanos = System.nanoTime();
     this.view = view;
     this.request = request;
     this.ints = ints;
@@ -126,6 +129,10 @@ public final class Decision {
 
   public long unixMs() {
     return unixMs;
+  }
+
+  long nanos() {
+    return nanos;
   }
 
   /** Renders the decision readably, as decided by {@code node}. */

@@ -7,14 +7,15 @@ import java.util.List;
 /**
  * The last decisions of one model on one node. Recording takes no lock and writes no shared counter: each thread
  * writes its own stripe (chosen by thread id), a ring of the last {@code recent} decisions; reading merges the
- * stripes, newest first. Two threads that share a stripe and record at the same instant may overwrite each other's
- * slot: that decision is lost, never torn (a slot holds a whole, immutable {@link Decision}).
+ * stripes, newest first (ordered by {@link System#nanoTime} at recording). Two threads that share a stripe and
+ * record at the same instant may overwrite each other's slot: that decision is lost, never torn (a slot holds a
+ * whole, immutable {@link Decision}).
  */
 public final class DecisionLog {
   /** The largest {@code recent} accepted. */
   public static final int MAX_RECENT = 4096;
   private static final int MAX_STRIPES = 16;
-  private static final Comparator<Decision> NEWEST_FIRST = Comparator.comparingLong(Decision::unixMs).reversed();
+  private static final Comparator<Decision> NEWEST_FIRST = Comparator.comparingLong(Decision::nanos).reversed();
 
   private final int recent;
   private final Stripe[] stripes;
@@ -58,7 +59,6 @@ public final class DecisionLog {
     for (Stripe stripe : stripes) {
       stripe.newestFirstInto(all);
     }
-    // stable: a stripe's own order (newest first) survives among decisions of the same millisecond
     all.sort(NEWEST_FIRST);
     int kept = Math.min(limit <= 0 ? recent : Math.min(limit, recent), all.size());
     return new ArrayList<>(all.subList(0, kept));
