@@ -12,6 +12,7 @@ import io.kvrouter.core.selection.Selector;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -23,6 +24,7 @@ import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.profile.GCProfiler;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.RunnerException;
 
@@ -34,7 +36,7 @@ import org.openjdk.jmh.runner.RunnerException;
  * recorded pick plus the rendering of its explanation (proto mapping not included).
  */
 @State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
+@BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class ExplainBenchmark {
   /** policy/workers/request blocks */
@@ -87,13 +89,47 @@ public class ExplainBenchmark {
         + "`Decision.capture` (copies of the candidate arrays, `System.nanoTime()`) and `DecisionLog.record` into one "
         + "log shared by every JMH thread (striped by thread, no lock, no shared counter); `selectExplained` is a "
         + "Select with `RouteRequest.explain`: recorded, then rendered (`Decision.explain`, no proto mapping). "
-        + jmh.describe() + "; the score is JMH's average time per call on each thread.");
+        + jmh.describe() + "; sample-time mode (calls' times sampled; the score is the mean, p50 the median), "
+        + "bytes/op from `-prof gc`.");
     List<RunResult> results = new ArrayList<>();
     String include = ExplainBenchmark.class.getName() + ".select";
     for (int threads : quick ? new int[] {1} : new int[] {1, 2}) {
-      results.addAll(jmh.run(jmh.options(include).threads(threads).build()));
+      results.addAll(jmh.run(jmh.options(include).threads(threads).addProfiler(GCProfiler.class).build()));
     }
     report.table(Jmh.table(results));
+    report.paragraph("Added per Select by recording, from the medians (p50) above, which a shared host's stalls "
+        + "move less than the means; against the " + GRPC_SELECT_SERVER_CPU_MICROS + " µs of server CPU of a gRPC "
+        + "Select (`transport-select.md`, DESIGN.md §5):");
+    Report.Table added = new Report.Table("scenario", "threads", "select p50 (ns)", "selectRecorded p50 (ns)",
+        "added (ns)", "added / gRPC Select CPU", "selectExplained p50 (ns)");
+    for (RunResult plain : results) {
+      if (!plain.getParams().getBenchmark().endsWith(".select")) {
+        continue;
+      }
+      String scenario = Jmh.param(plain, "scenario");
+      int threads = plain.getParams().getThreads();
+      double base = p50(plain);
+      double recorded = p50(find(results, "selectRecorded", scenario, threads));
+      double explained = p50(find(results, "selectExplained", scenario, threads));
+      added.row(scenario, threads, Report.ns(base), Report.ns(recorded), Report.ns(recorded - base),
+          String.format(Locale.ROOT, "%.1f %%", 100 * (recorded - base) / (GRPC_SELECT_SERVER_CPU_MICROS * 1000)),
+          Report.ns(explained));
+    }
+    report.table(added);
     return List.of(report.write(out, "explain.md"));
+  }
+
+  /** Server CPU of one gRPC Select, the low end of the transport bench's range (DESIGN.md §5: 23–34 µs). */
+  private static final double GRPC_SELECT_SERVER_CPU_MICROS = 23;
+
+  private static double p50(RunResult r) {
+    return r.getPrimaryResult().getStatistics().getPercentile(50);
+  }
+
+  private static RunResult find(List<RunResult> results, String method, String scenario, int threads) {
+    return results.stream()
+        .filter(r -> r.getParams().getBenchmark().endsWith("." + method)
+            && Jmh.param(r, "scenario").equals(scenario) && r.getParams().getThreads() == threads)
+        .findFirst().orElseThrow();
   }
 }
