@@ -66,7 +66,7 @@ public class ExplainBenchmark {
   public SelectionResult selectRecorded() {
     Candidates scratch = Candidates.forCurrentThread();
     SelectionResult result = Selector.select(view, request, scratch, Fixtures.CLOCK);
-    log.record(Decision.capture(DecisionKind.SELECT, view, request, scratch, System.currentTimeMillis()));
+    log.record(DecisionKind.SELECT, view, request, scratch, System.currentTimeMillis());
     return result;
   }
 
@@ -74,9 +74,9 @@ public class ExplainBenchmark {
   public Explanation selectExplained() {
     Candidates scratch = Candidates.forCurrentThread();
     Selector.select(view, request, scratch, Fixtures.CLOCK);
-    Decision decision = Decision.capture(DecisionKind.SELECT, view, request, scratch, System.currentTimeMillis());
-    log.record(decision);
-    return decision.explain("node");
+    long now = System.currentTimeMillis();
+    log.record(DecisionKind.SELECT, view, request, scratch, now);
+    return Decision.capture(DecisionKind.SELECT, view, request, scratch, now).explain("node");
   }
 
   static List<Path> run(Path out, boolean quick) throws RunnerException {
@@ -85,10 +85,11 @@ public class ExplainBenchmark {
     report.paragraph("`ExplainBenchmark`: `select` is `Selector.select` alone over a view built by `AdmissionState` "
         + "over a populated `ModelKvIndex` (as in `metrics.md`): least_in_flight over 4 workers with 8-block "
         + "requests, kv over 64 workers (one rank each) with 128-block requests; `selectRecorded` adds what "
-        + "`ModelClient.selectWithoutAdmission` does with `kvrouter.explain.enabled` on: a wall-clock read, "
-        + "`Decision.capture` (copies of the candidate arrays, `System.nanoTime()`) and `DecisionLog.record` into one "
-        + "log shared by every JMH thread (striped by thread, no lock, no shared counter); `selectExplained` is a "
-        + "Select with `RouteRequest.explain`: recorded, then rendered (`Decision.explain`, no proto mapping). "
+        + "`ModelClient.selectWithoutAdmission` does with `kvrouter.explain.enabled` on: a wall-clock read and "
+        + "`DecisionLog.record` into one log shared by every JMH thread (striped by thread, no lock, no shared "
+        + "counter; copies of the candidate arrays into the slot's reused buffer, `System.nanoTime()`); "
+        + "`selectExplained` is a Select with `RouteRequest.explain`: recorded, then captured again and rendered "
+        + "(`Decision.capture`, `Decision.explain`, no proto mapping). "
         + jmh.describe() + "; sample-time mode (calls' times sampled; the score is the mean, p50 the median), "
         + "bytes/op from `-prof gc`.");
     List<RunResult> results = new ArrayList<>();

@@ -106,14 +106,14 @@ public final class ModelClient {
 
   /**
    * The advisory pick: read the view, project loads into this thread's scratch, pick under the picker lock. With
-   * explain on, the decision is recorded: a compact copy of the scratch, rendered only when read.
+   * explain on, the decision is recorded: a compact copy of the scratch into a reused buffer, rendered when read.
    */
   public SelectionResult selectWithoutAdmission(SelectionRequest request) {
     SelectionView current = view.get();
     Candidates scratch = Candidates.forCurrentThread();
     SelectionResult result = Selector.select(current, request, scratch, millis);
     if (decisions != null) {
-      decisions.record(Decision.capture(DecisionKind.SELECT, current, request, scratch, clock.millis()));
+      decisions.record(DecisionKind.SELECT, current, request, scratch, clock.millis());
     }
     return result;
   }
@@ -123,11 +123,12 @@ public final class ModelClient {
     SelectionView current = view.get();
     Candidates scratch = Candidates.forCurrentThread();
     SelectionResult result = Selector.select(current, request, scratch, millis);
-    Decision decision = Decision.capture(DecisionKind.SELECT, current, request, scratch, clock.millis());
+    long now = clock.millis();
     if (decisions != null) {
-      decisions.record(decision);
+      decisions.record(DecisionKind.SELECT, current, request, scratch, now);
     }
-    return new ExplainedSelection(result, decision.explain(selfAddress));
+    return new ExplainedSelection(result,
+        Decision.capture(DecisionKind.SELECT, current, request, scratch, now).explain(selfAddress));
   }
 
   public record ExplainedSelection(SelectionResult result, Explanation explanation) {}

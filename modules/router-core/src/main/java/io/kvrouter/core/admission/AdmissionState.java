@@ -2,7 +2,6 @@ package io.kvrouter.core.admission;
 
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
-import io.kvrouter.core.explain.Decision;
 import io.kvrouter.core.explain.DecisionKind;
 import io.kvrouter.core.explain.DecisionLog;
 import io.kvrouter.core.load.LoadCell;
@@ -321,7 +320,7 @@ public final class AdmissionState {
       SelectionRequest admissible = admissible(request);
       selection = Selector.select(view, admissible, scratch, now);
       if (decisions != null) {
-        decisions.record(Decision.capture(DecisionKind.BOOK, view, admissible, scratch, now));
+        decisions.record(DecisionKind.BOOK, view, admissible, scratch, now);
       }
     } catch (RoutingException e) {
       return new BookOutcome.Rejected(e.error());

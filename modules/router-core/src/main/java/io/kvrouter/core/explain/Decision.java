@@ -11,24 +11,20 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * One selection as recorded on its hot path: compact copies of the candidate arrays and of the filtered ranks, with
- * the view and request it ran on (both immutable). Everything readable (cost terms, names, margin) is derived only
+ * One selection as recorded: compact copies of the candidate arrays and of the filtered ranks, with the view and
+ * request it ran on (both immutable). Everything readable (cost terms, names, margin) is derived only
  * when it is read ({@link #explain}), from the same view, request and scorer code the selection used.
  */
 public final class Decision {
   /** At most this many candidates and this many filtered ranks are kept per decision; the rest are counted. */
   public static final int MAX_RANKS = 64;
 
-  private static final int[] NO_INTS = new int[0];
-  private static final byte[] NO_BYTES = new byte[0];
-  // per candidate: rank index, in flight, device, host, disk overlap, active matched
-  private static final int INTS = 6;
+  private static final int INTS = DecisionBuffer.INTS;
   private static final FilterReason[] REASONS = FilterReason.values();
 
   private final DecisionKind kind;
@@ -46,12 +42,12 @@ public final class Decision {
   private final byte[] filteredReasons;
   private final int filteredTotal;
 
-  private Decision(DecisionKind kind, long unixMs, SelectionView view, SelectionRequest request, int[] ints,
+  Decision(DecisionKind kind, long unixMs, long nanos, SelectionView view, SelectionRequest request, int[] ints,
       long[] loads, double[] costs, int chosen, int candidatesTotal, int[] filteredRanks, byte[] filteredReasons,
       int filteredTotal) {
     this.kind = kind;
     this.unixMs = unixMs;
-    this.nanos = System.nanoTime();
+    this.nanos = nanos;
     this.view = view;
     this.request = request;
     this.ints = ints;
@@ -66,61 +62,12 @@ public final class Decision {
 
   /**
    * Copies what {@code c} holds right after {@link Selector#select} returned on {@code view} for {@code request}
-   * (same thread, before its next selection). Beyond {@link #MAX_RANKS} candidates, keeps the pick and the cheapest
-   * others.
+   * (same thread, before its next selection): for one caller that wants this decision's explanation. Recording
+   * into a {@link DecisionLog} copies into reused buffers instead ({@link DecisionLog#record}).
    */
   public static Decision capture(DecisionKind kind, SelectionView view, SelectionRequest request, Candidates c,
       long unixMs) {
-    int size = c.size();
-    int kept = Math.min(size, MAX_RANKS);
-    int[] order = size <= MAX_RANKS ? null : cheapestWithPick(c);
-    int[] ints = new int[kept * INTS];
-    long[] loads = new long[kept * 2];
-    double[] costs = new double[kept];
-    int chosen = -1;
-    for (int k = 0; k < kept; k++) {
-      int i = order == null ? k : order[k];
-      int at = k * INTS;
-      ints[at] = c.rankIndex(i);
-      ints[at + 1] = c.inFlight(i);
-      ints[at + 2] = c.deviceOverlap(i);
-      ints[at + 3] = c.hostOverlap(i);
-      ints[at + 4] = c.diskOverlap(i);
-      ints[at + 5] = c.activeMatched(i);
-      loads[2 * k] = c.prefillTokens(i);
-      loads[2 * k + 1] = c.decodeBlocks(i);
-      costs[k] = c.cost(i);
-      if (i == c.chosen()) {
-        chosen = k;
-      }
-    }
-    int filteredTotal = c.filteredCount();
-    int filteredKept = Math.min(filteredTotal, MAX_RANKS);
-    int[] filteredRanks = filteredKept == 0 ? NO_INTS : new int[filteredKept];
-    byte[] filteredReasons = filteredKept == 0 ? NO_BYTES : new byte[filteredKept];
-    for (int k = 0; k < filteredKept; k++) {
-      filteredRanks[k] = c.filteredRank(k);
-      filteredReasons[k] = (byte) c.filteredReason(k).ordinal();
-    }
-    return new Decision(kind, unixMs, view, request, ints, loads, costs, chosen, size, filteredRanks,
-        filteredReasons, filteredTotal);
-  }
-
-  /** The pick first, then the cheapest other candidates, {@link #MAX_RANKS} in all (rare: a model this large). */
-  private static int[] cheapestWithPick(Candidates c) {
-    Integer[] others = new Integer[c.size() - 1];
-    for (int i = 0, k = 0; i < c.size(); i++) {
-      if (i != c.chosen()) {
-        others[k++] = i;
-      }
-    }
-    Arrays.sort(others, (a, b) -> Double.compare(c.cost(a), c.cost(b)));
-    int[] order = new int[MAX_RANKS];
-    order[0] = c.chosen();
-    for (int k = 1; k < MAX_RANKS; k++) {
-      order[k] = others[k - 1];
-    }
-    return order;
+    return new DecisionBuffer().fill(kind, view, request, c, unixMs).snapshot();
   }
 
   public DecisionKind kind() {

@@ -33,11 +33,12 @@ class DecisionLogTest {
     return state.view();
   }
 
-  private Decision decide(String requestId, long unixMs) {
-    Candidates scratch = new Candidates();
+  /** A Select recorded into {@code log} as the inline path records it. */
+  private void decide(DecisionLog log, String requestId, long unixMs) {
+    Candidates scratch = Candidates.forCurrentThread();
     SelectionRequest request = Requests.of("m", requestId, 16);
     Selector.select(view, request, scratch, unixMs);
-    return Decision.capture(DecisionKind.SELECT, view, request, scratch, unixMs);
+    log.record(DecisionKind.SELECT, view, request, scratch, unixMs);
   }
 
   private static List<String> ids(List<Decision> decisions) {
@@ -49,7 +50,7 @@ class DecisionLogTest {
     DecisionLog log = new DecisionLog(3, 1);
     assertThat(log.newest(0)).isEmpty();
     for (int i = 1; i <= 5; i++) {
-      log.record(decide("r" + i, 1000 + i / 2)); // several in one millisecond keep their order
+      decide(log, "r" + i, 1000 + i / 2); // several in one millisecond keep their order
     }
     assertThat(ids(log.newest(0))).containsExactly("r5", "r4", "r3");
     assertThat(ids(log.newest(2))).containsExactly("r5", "r4");
@@ -62,11 +63,11 @@ class DecisionLogTest {
     List<Thread> threads = new ArrayList<>();
     for (int t = 0; t < 3; t++) {
       int thread = t;
-      threads.add(new Thread(() -> log.record(decide("t" + thread, 2000 + thread))));
+      threads.add(new Thread(() -> decide(log, "t" + thread, 2000 + thread)));
     }
     threads.forEach(Thread::start);
     threads.forEach(DecisionLogTest::join);
-    log.record(decide("main", 3000));
+    decide(log, "main", 3000);
     List<Decision> newest = log.newest(0);
     assertThat(newest).extracting(Decision::nanos).isSortedAccordingTo((x, y) -> Long.compare(y, x));
     assertThat(ids(newest).get(0)).isEqualTo("main");
@@ -85,7 +86,7 @@ class DecisionLogTest {
       Thread writer = new Thread(() -> {
         await(start);
         for (int i = 0; i < perThread; i++) {
-          log.record(decide("t" + thread + "-" + i, 5000 + i));
+          decide(log, "t" + thread + "-" + i, 5000 + i);
         }
       });
       writers.add(writer);
@@ -111,7 +112,9 @@ class DecisionLogTest {
     Explanation e = decision.explain("n");
     assertThat(e.candidates()).hasSize(2);
     assertThat(e.candidates()).filteredOn(Explanation.CandidateExplanation::picked).hasSize(1);
+    // fields written together are read together: the request id names the millisecond it was recorded at
     assertThat(e.requestId()).startsWith("t");
+    assertThat(e.unixMs()).isEqualTo(5000 + Long.parseLong(e.requestId().substring(e.requestId().indexOf('-') + 1)));
   }
 
   @Test
