@@ -12,6 +12,11 @@ import java.util.Arrays;
 final class DecisionBuffer {
   // per candidate: rank index, in flight, device, host, disk overlap, active matched
   static final int INTS = 6;
+  // shared until a slot's first decision: an idle slot costs two small objects
+  private static final int[] NO_INTS = new int[0];
+  private static final long[] NO_LONGS = new long[0];
+  private static final double[] NO_DOUBLES = new double[0];
+  private static final byte[] NO_BYTES = new byte[0];
 
   DecisionKind kind;
   long unixMs;
@@ -21,13 +26,13 @@ final class DecisionBuffer {
   int size;
   int chosen;
   int candidatesTotal;
-  int[] ints = new int[0];
-  long[] loads = new long[0];
-  double[] costs = new double[0];
+  int[] ints = NO_INTS;
+  long[] loads = NO_LONGS;
+  double[] costs = NO_DOUBLES;
   int filteredCount;
   int filteredTotal;
-  int[] filteredRanks = new int[0];
-  byte[] filteredReasons = new byte[0];
+  int[] filteredRanks = NO_INTS;
+  byte[] filteredReasons = NO_BYTES;
 
   /**
    * Copies what {@code c} holds right after {@code Selector.select} returned on {@code view} for {@code request}
