@@ -39,6 +39,8 @@ public final class Bench implements Runnable {
           PickerLockBenchmark::run),
       new Benchmark("metrics", "JMH: inline Select with and without the Select timer, at 1 and 2 threads.",
           MetricsBenchmark::run),
+      new Benchmark("explain", "JMH: inline Select with and without recording its decision (explain), at 1 and 2 "
+          + "threads.", ExplainBenchmark::run),
       new Benchmark("kvindex", "KV index: events/s and lookup latency with readers and a writer (JMH), heap per "
           + "entry.", KvIndexBench::run));
 

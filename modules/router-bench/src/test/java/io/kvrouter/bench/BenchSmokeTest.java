@@ -39,6 +39,12 @@ class BenchSmokeTest {
     assertThat(read(out, "metrics.md"))
         .contains("| benchmark | threads | policy | workers | score (ns/op) |")
         .contains("| select | 1 | kv | 4 |", "| selectTimed | 1 | kv | 4 |");
+    assertThat(read(out, "explain.md"))
+        .contains("| benchmark | threads | scenario | score (ns/op) | p50 | p99 | p99.9 | bytes/op |")
+        .contains("| select | 1 | least_in_flight/4/8 |", "| selectRecorded | 1 | kv/64/128 |",
+            "| selectExplained | 1 | kv/64/128 |")
+        .contains("| scenario | threads | select p50 (ns) | selectRecorded p50 (ns) | added (ns) | "
+            + "added / gRPC Select CPU | selectExplained p50 (ns) |");
     assertThat(read(out, "kvindex.md"))
         .contains("| benchmark | threads | events | score (ns/op) | p50 | p99 | p99.9 |")
         .contains("| writeAlone | 1 |", "| lookupAlone | 1 |", "| concurrent:lookup | 4 |", "| concurrent:write | 2 |")

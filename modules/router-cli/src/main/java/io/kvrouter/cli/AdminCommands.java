@@ -1,6 +1,9 @@
 package io.kvrouter.cli;
 
 import com.google.protobuf.MessageOrBuilder;
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.kvrouter.api.v1.ExplainReply;
+import io.kvrouter.api.v1.ExplainRequest;
 import io.kvrouter.api.v1.ListModelsRequest;
 import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
@@ -11,7 +14,7 @@ import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** Admin service: model state, model list, policy changes. */
+/** Admin service: model state, model list, policy changes, last decisions. */
 final class AdminCommands {
 
   private AdminCommands() {}
@@ -25,6 +28,32 @@ final class AdminCommands {
     protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
       ModelStateRequest req = ModelStateRequest.newBuilder().setModel(nonBlank(model, "--model")).build();
       return s -> s.admin().getModelState(req);
+    }
+  }
+
+  @Command(name = "explain", mixinStandardHelpOptions = true,
+      description = {"A model's last decisions with why: candidates, costs and their terms, filtered ranks, pick and "
+          + "margin (Admin.ExplainRecent).",
+          "The node asked tells its own Selects and the Books of the node hosting the model's admission actor."})
+  static final class Explain extends ClientCommand {
+    @Option(names = "--model", required = true, paramLabel = "MODEL", description = "Model name.") String model;
+    @Option(names = "--limit", paramLabel = "N", description = "At most N decisions, newest first (default: all kept).")
+    Integer limit;
+    @Option(names = "--json", description = "Print the answer as JSON.") boolean json;
+
+    @Override
+    protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
+      if (limit != null && limit < 0) {
+        throw usage("--limit must be >= 0, got " + limit);
+      }
+      ExplainRequest req = ExplainRequest.newBuilder().setModel(nonBlank(model, "--model"))
+          .setLimit(limit == null ? 0 : limit).build();
+      return s -> s.admin().explainRecent(req);
+    }
+
+    @Override
+    protected String print(MessageOrBuilder answer) throws InvalidProtocolBufferException {
+      return json ? super.print(answer) : ExplanationText.of((ExplainReply) answer);
     }
   }
 

@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
 /**
  * A subcommand that makes one gRPC call: {@link #prepare()} validates the options and builds the request (throwing
  * a usage error before any connection is made), then the call runs in a fresh {@link CliSession} and its answer is
- * printed as JSON.
+ * printed (as JSON unless the command overrides {@link #print}).
  */
 abstract class ClientCommand implements Callable<Integer> {
 
@@ -61,12 +61,17 @@ abstract class ClientCommand implements Callable<Integer> {
       return fail(err, e);
     }
     try {
-      out.println(JSON.print(answer));
+      out.println(print(answer));
     } catch (InvalidProtocolBufferException e) {
       err.println("ERROR cannot print the answer as JSON: " + e.getMessage());
       return KvRouterCli.EXIT_FAILURE;
     }
     return KvRouterCli.EXIT_OK;
+  }
+
+  /** The answer as printed: JSON unless the command prints it otherwise. */
+  protected String print(MessageOrBuilder answer) throws InvalidProtocolBufferException {
+    return JSON.print(answer);
   }
 
   private static int fail(PrintWriter err, Throwable t) {

@@ -35,6 +35,7 @@ import picocli.CommandLine.Spec;
       BookingCommands.MarkPrefillDone.class,
       BookingCommands.Renew.class,
       AdminCommands.State.class,
+      AdminCommands.Explain.class,
       AdminCommands.Models.class,
       AdminCommands.SetPolicy.class,
       CommandLine.HelpCommand.class

@@ -167,9 +167,11 @@ final class RouteCommands {
       description = "Advisory pick of a worker; books nothing (Router.Select).")
   static final class Select extends ClientCommand {
     @Mixin RouteOptions route;
+    @Option(names = "--explain", description = "Ask for this decision's explanation (in the answer's explanation).")
+    boolean explain;
 
     RouteRequest request() {
-      return parse(() -> route.toRequest().build());
+      return parse(() -> route.toRequest().setExplain(explain).build());
     }
 
     @Override

@@ -7,6 +7,8 @@ import com.google.protobuf.Message;
 import com.google.protobuf.util.JsonFormat;
 import com.typesafe.config.ConfigFactory;
 import io.kvrouter.api.v1.Booking;
+import io.kvrouter.api.v1.ExplainReply;
+import io.kvrouter.api.v1.Explanation;
 import io.kvrouter.api.v1.ModelList;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.PolicySet;
@@ -128,6 +130,34 @@ class CliEndToEndTest {
 
     ModelState after = json(ok("state", "--model", model), ModelState.newBuilder());
     assertThat(after.getBookingsList()).isEmpty();
+  }
+
+  @Test
+  void explainPrintsTheLastDecisionsReadablyAndAsJson() throws Exception {
+    String model = "cli-e2e-explain";
+    register(model, "e1");
+    register(model, "e2");
+    Selection selection = json(ok("select", "--model", model, "--token-count", "40", "--explain", "--pinned", "e2"),
+        Selection.newBuilder());
+    assertThat(selection.getExplanation().getFilteredList()).extracting(f -> f.getWorkerId() + " " + f.getReason())
+        .containsExactly("e1 PINNED");
+    Selection plain = json(ok("select", "--model", model, "--token-count", "40"), Selection.newBuilder());
+    assertThat(plain.hasExplanation()).isFalse();
+    ok("book", "--model", model, "--token-count", "40", "--request-id", "explained-book");
+
+    String text = ok("explain", "--model", model).out();
+    assertThat(text).contains("3 decision(s)", "book request explained-book", "select (no request id)",
+        "picked e2/0 (http://e2:8000)", "candidates (2 of 2):", "prefill=", "decode=", "active=", "margin ",
+        "filtered (1 of 1):", "e1/0", "PINNED");
+    assertThat(text.indexOf("book request explained-book")).as("newest first")
+        .isLessThan(text.indexOf("select (no request id)"));
+
+    ExplainReply reply = json(ok("explain", "--model", model, "--limit", "2", "--json"), ExplainReply.newBuilder());
+    assertThat(reply.getDecisionsList()).extracting(Explanation::getKind).containsExactly("book", "select");
+    assertThat(cli("explain", "--model", model, "--limit", "-1").exitCode()).isEqualTo(KvRouterCli.EXIT_USAGE);
+    CliRun unknown = cli("explain", "--model", "nobody-explained");
+    assertThat(unknown.exitCode()).isEqualTo(KvRouterCli.EXIT_GRPC);
+    assertThat(unknown.err()).contains("UNKNOWN_MODEL");
   }
 
   /**

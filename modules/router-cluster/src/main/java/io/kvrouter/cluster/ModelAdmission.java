@@ -14,6 +14,9 @@ import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.admission.ReplicaDelta;
 import io.kvrouter.core.admission.SnapshotChunk;
 import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.explain.DecisionKind;
+import io.kvrouter.core.explain.DecisionLog;
+import io.kvrouter.core.explain.Explanation;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
@@ -80,6 +83,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record GetState(ActorRef<StateReply> replyTo) implements Command {}
 
+  /** The newest Books this actor decided, at most {@code limit} (0: all its node keeps). */
+  public record GetBookDecisions(int limit, ActorRef<BookDecisionsReply> replyTo) implements Command {}
+
   /** Sent by the actor's timer: expires leases and queued Books past their deadline. */
   public enum ExpireLeases implements Command {
     INSTANCE
@@ -136,13 +142,17 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record BookReply(BookingAnswer answer, RoutingError error) implements CborSerializable {}
 
+  /** Books decided by the actor on {@code hostNode}, newest first (none when its node records no decisions). */
+  public record BookDecisionsReply(List<Explanation> decisions, String hostNode) implements CborSerializable {}
+
   /**
    * What the node gives each admission actor it hosts. {@code forget} drops whatever the node keeps for a model (view,
    * facade, KV index, local-actor slot) once its actor has passivated.
    */
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
       Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals,
-      Consumer<String> forget, ReplicationConfig replication, ReplicaPeers peers, String hostNode) {}
+      Consumer<String> forget, ReplicationConfig replication, ReplicaPeers peers, String hostNode,
+      Function<String, DecisionLog> decisions) {}
 
   private static final Object FLUSH_TIMER = "flush";
   private static final Object RESEND_TIMER = "resend";
@@ -175,6 +185,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     this.state = state;
     timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
     state.setReplicationEnabled(env.replication().enabled());
+    state.recordDecisionsTo(env.decisions().apply(state.model()));
     if (env.replication().enabled()) {
       // every peer is new to this incarnation: the first flush sends each a snapshot of this epoch
       timers.startTimerWithFixedDelay(RESEND_TIMER, Flush.INSTANCE, env.replication().resendAfter());
@@ -200,6 +211,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(Renew.class, m -> reply(m.replyTo(), new MutationReply(state.renew(m.requestId(), m.attempt()))))
         .onMessage(GetState.class, m -> reply(m.replyTo(),
             new StateReply(state.snapshot(), env.hostNode(), state.replicationSeq())))
+        .onMessage(GetBookDecisions.class, m -> reply(m.replyTo(), bookDecisions(m.limit())))
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
         .onMessageEquals(Flush.INSTANCE, () -> {
           flush();
@@ -220,6 +232,16 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
           return this;
         })
         .build();
+  }
+
+  private BookDecisionsReply bookDecisions(int limit) {
+    DecisionLog log = env.decisions().apply(state.model());
+    List<Explanation> books = log == null ? List.of() : log.newest(0).stream()
+        .filter(d -> d.kind() == DecisionKind.BOOK)
+        .limit(limit <= 0 ? Long.MAX_VALUE : limit)
+        .map(d -> d.explain(env.hostNode()))
+        .toList();
+    return new BookDecisionsReply(books, env.hostNode());
   }
 
   private <T> Behavior<Command> reply(ActorRef<T> replyTo, T value) {

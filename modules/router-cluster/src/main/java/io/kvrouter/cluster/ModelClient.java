@@ -10,6 +10,10 @@ import io.kvrouter.core.admission.Registered;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.replication.Staleness;
 import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.explain.Decision;
+import io.kvrouter.core.explain.DecisionKind;
+import io.kvrouter.core.explain.DecisionLog;
+import io.kvrouter.core.explain.Explanation;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
@@ -18,6 +22,8 @@ import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -62,10 +68,14 @@ public final class ModelClient {
   /** This node's address and region, as {@link #state} reports them. */
   private final String selfAddress;
   private final String region;
+  /** This node's decisions for the model (explain), or null: recording is off, or the facade is a throwaway. */
+  private final DecisionLog decisions;
 
   ModelClient(String model, EntityRef<ModelAdmission.Command> entity,
       AtomicReference<ActorRef<ModelAdmission.Command>> local, Scheduler scheduler, AtomicReference<SelectionView> view,
-      Clock clock, AdmissionConfig config, NodeReplicas replicas, String selfAddress, String region) {
+      Clock clock, AdmissionConfig config, NodeReplicas replicas, String selfAddress, String region,
+      DecisionLog decisions) {
+    this.decisions = decisions;
     this.replicas = replicas;
     this.selfAddress = selfAddress;
     this.region = region;
@@ -94,9 +104,62 @@ public final class ModelClient {
     return current != null && !current.isEmpty();
   }
 
-  /** The advisory pick: read the view, project loads into this thread's scratch, pick under the picker lock. */
+  /**
+   * The advisory pick: read the view, project loads into this thread's scratch, pick under the picker lock. With
+   * explain on, the decision is recorded: a compact copy of the scratch into a reused buffer, rendered when read.
+   */
   public SelectionResult selectWithoutAdmission(SelectionRequest request) {
-    return Selector.select(view.get(), request, Candidates.forCurrentThread(), millis);
+    SelectionView current = view.get();
+    Candidates scratch = Candidates.forCurrentThread();
+    SelectionResult result = Selector.select(current, request, scratch, millis);
+    if (decisions != null) {
+      decisions.record(DecisionKind.SELECT, current, request, scratch, clock.millis());
+    }
+    return result;
+  }
+
+  /** An advisory pick with its explanation, for a caller that asked for it (recorded like any other). */
+  public ExplainedSelection selectExplained(SelectionRequest request) {
+    SelectionView current = view.get();
+    Candidates scratch = Candidates.forCurrentThread();
+    SelectionResult result = Selector.select(current, request, scratch, millis);
+    long now = clock.millis();
+    if (decisions != null) {
+      decisions.record(DecisionKind.SELECT, current, request, scratch, now);
+    }
+    return new ExplainedSelection(result,
+        Decision.capture(DecisionKind.SELECT, current, request, scratch, now).explain(selfAddress));
+  }
+
+  public record ExplainedSelection(SelectionResult result, Explanation explanation) {}
+
+  /** The newest decisions one node can tell about a model, newest first; {@code node} is that node's address. */
+  public record ExplainReport(String model, String node, List<Explanation> decisions) {}
+
+  /**
+   * The newest decisions about the model ({@code limit} 0: all kept): this node's Selects, and the Books of the
+   * model's admission actor, this node's own when it hosts the actor, else read from the actor (one ask, like
+   * {@link #state}). Without recording on this node, its Selects are missing; without it on the host, the Books.
+   */
+  public CompletionStage<ExplainReport> explainRecent(int limit, Duration remaining) {
+    if (!isKnown()) {
+      return CompletableFuture.failedFuture(RoutingError.unknownModel(model).toException());
+    }
+    List<Explanation> here = new ArrayList<>();
+    if (decisions != null) {
+      decisions.newest(limit).forEach(d -> here.add(d.explain(selfAddress)));
+    }
+    if (hostsAdmission()) {
+      return CompletableFuture.completedFuture(new ExplainReport(model, selfAddress, here));
+    }
+    return this.<ModelAdmission.BookDecisionsReply, ExplainReport>ask(
+        replyTo -> new ModelAdmission.GetBookDecisions(limit, replyTo), remaining, reply -> {
+          List<Explanation> merged = new ArrayList<>(here);
+          merged.addAll(reply.decisions());
+          merged.sort(Comparator.comparingLong(Explanation::unixMs).reversed());
+          int kept = limit <= 0 ? merged.size() : Math.min(limit, merged.size());
+          return new ExplainReport(model, selfAddress, List.copyOf(merged.subList(0, kept)));
+        });
   }
 
   /**

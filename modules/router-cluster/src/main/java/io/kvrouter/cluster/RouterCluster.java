@@ -46,13 +46,15 @@ public final class RouterCluster {
   private final String region;
   private final NodeReplicas replicas;
   private final String selfAddress;
+  private final DecisionLogs decisions;
   /** Facades of the models this node has a view of; dropped when the model's actor passivates. */
   private final Map<String, ModelClient> clients;
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
       Clock clock, AdmissionConfig config, Map<String, ModelKvIndex> kvIndexes, Map<String, ModelClient> clients,
-      KvEventFanout kvEvents, String region, NodeReplicas replicas, String selfAddress) {
+      KvEventFanout kvEvents, String region, NodeReplicas replicas, String selfAddress, DecisionLogs decisions) {
     this.replicas = replicas;
+    this.decisions = decisions;
     this.selfAddress = selfAddress;
     this.sharding = sharding;
     this.registry = registry;
@@ -90,6 +92,7 @@ public final class RouterCluster {
   /** As {@link #init(ActorSystem, Clock)}, every admission actor wrapped by {@code decorator}. */
   public static RouterCluster init(ActorSystem<?> system, Clock clock, AdmissionDecorator decorator) {
     AdmissionConfig config = AdmissionConfig.fromConfig(system.settings().config());
+    DecisionLogs decisions = new DecisionLogs(ExplainConfig.fromConfig(system.settings().config()));
     ReplicationConfig replication = ReplicationConfig.fromConfig(system.settings().config());
     ViewRegistry registry = ViewRegistry.get(system);
     ConcurrentHashMap<String, ModelKvIndex> kvIndexes = new ConcurrentHashMap<>();
@@ -103,6 +106,7 @@ public final class RouterCluster {
       registry.forget(model);
       kvIndexes.remove(model);
       locals.forget(model);
+      decisions.forget(model);
     };
     Member self = org.apache.pekko.cluster.typed.Cluster.get(system).selfMember();
     String region = self.dataCenter();
@@ -115,7 +119,7 @@ public final class RouterCluster {
         "kvrouter-replicas", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
     peers.bind(replicaNode);
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress);
+        config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress, decisions::of);
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle. An
     // actor passivates itself once its model holds nothing (ModelAdmission.afterCommand).
@@ -128,8 +132,7 @@ public final class RouterCluster {
     NodeReplicas replicas = new NodeReplicas(replicaNode, registry, system.scheduler(), config.askTimeout());
     RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndexes,
         clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock(), clock::millis), region,
-        replicas,
-        selfAddress);
+        replicas, selfAddress, decisions);
     Holder.ID.apply(system).node = node;
     return node;
   }
@@ -168,11 +171,11 @@ public final class RouterCluster {
     SelectionView view = registry.view(model);
     if (view == null || view.isEmpty()) {
       return new ModelClient(model, sharding.entityRefFor(ModelAdmission.ENTITY_KEY, model), new AtomicReference<>(),
-          scheduler, new AtomicReference<>(), clock, config, replicas, selfAddress, region);
+          scheduler, new AtomicReference<>(), clock, config, replicas, selfAddress, region, null);
     }
     return clients.computeIfAbsent(model, m -> new ModelClient(m,
         sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), locals.slot(m), scheduler, registry.slot(m), clock,
-        config, replicas, selfAddress, region));
+        config, replicas, selfAddress, region, decisions.of(m)));
   }
 
   /** Every model this node keeps anything for (facade, view slot, KV index, local-actor slot), even an empty one. */

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.explain.Explanation;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.testkit.Requests;
 import org.junit.jupiter.api.AfterAll;
@@ -70,6 +71,46 @@ class AnyNodeTest {
       long[] hashes) {
     return new io.kvrouter.core.selection.SelectionRequest(model, requestId, hashes, hashes.length * 16, 0, null,
         null, null, 0, null, null, null);
+  }
+
+  /**
+   * A Select is kept by the node that answered it, a Book by the node hosting the actor: a non-host tells its own
+   * Selects and the host's Books (asked of the actor, its reply serialized); the host tells its Books only.
+   */
+  @Test
+  void explainOnANonHostMergesItsSelectsWithTheHostsBooks() {
+    TestRegion.Node host = region.node(2);
+    TestRegion.Node other = region.node(1);
+    String model = Hosting.modelHostedOn(host, other, "explain", "w1", "w2");
+    await().atMost(TestRegion.TIMEOUT).until(() -> other.sees(model));
+    // nodes' decisions merge by wall-clock millisecond: one millisecond apart each, so their order is exact
+    other.client(model).selectWithoutAdmission(Requests.of(model, "s1", 64));
+    nextMillisecond();
+    BookingAnswer booked = join(other.client(model).book(Requests.of(model, "b1", 64), null));
+    nextMillisecond();
+    other.client(model).selectWithoutAdmission(Requests.of(model, "s2", 64));
+
+    ModelClient.ExplainReport here = join(other.client(model).explainRecent(0, null));
+    assertThat(here.node()).isEqualTo(other.address().toString());
+    assertThat(here.decisions()).extracting(Explanation::requestId).containsExactly("s2", "b1", "s1");
+    assertThat(here.decisions()).extracting(Explanation::node).containsExactly(other.address().toString(),
+        host.address().toString(), other.address().toString());
+    Explanation book = here.decisions().get(1);
+    assertThat(book.kind()).isEqualTo("book");
+    assertThat(book.picked()).isEqualTo(booked.selection().rank());
+    assertThat(book.candidates()).hasSize(2);
+    assertThat(join(other.client(model).explainRecent(2, null)).decisions()).extracting(Explanation::requestId)
+        .containsExactly("s2", "b1");
+
+    ModelClient.ExplainReport atHost = join(host.client(model).explainRecent(0, null));
+    assertThat(atHost.decisions()).extracting(Explanation::requestId).containsExactly("b1");
+    assertThat(join(other.client(model).release("b1", booked.attempt(), null)).applied()).isTrue();
+  }
+
+  private static void nextMillisecond() {
+    long now = System.currentTimeMillis();
+    await().pollInterval(java.time.Duration.ofMillis(1)).atMost(TestRegion.TIMEOUT)
+        .until(() -> System.currentTimeMillis() > now);
   }
 
   @Test

@@ -2,6 +2,8 @@ package io.kvrouter.core.admission;
 
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.core.explain.DecisionKind;
+import io.kvrouter.core.explain.DecisionLog;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
@@ -53,6 +55,8 @@ public final class AdmissionState {
   private final BookingLedger ledger;
   private final PendingQueue queue = new PendingQueue();
   private final Candidates scratch = new Candidates();
+  /** Where Books' decisions are recorded (explain), or null: not recorded. */
+  private DecisionLog decisions;
   private long expiredBookings;
   /** Recovery mode: the recovered workers that have not reported load yet; null once recovery is over. */
   private Set<String> awaitingReport;
@@ -187,6 +191,11 @@ public final class AdmissionState {
     replication.setEnabled(enabled);
   }
 
+  /** Records each Book's selection into {@code log} from now on (null: records none). */
+  public void recordDecisionsTo(DecisionLog log) {
+    decisions = log;
+  }
+
   /** The seq of the last delta drained in this epoch (0: none yet). */
   public long replicationSeq() {
     return replication.seq();
@@ -308,7 +317,11 @@ public final class AdmissionState {
     SelectionView view = view();
     SelectionResult selection;
     try {
-      selection = Selector.select(view, admissible(request), scratch, now);
+      SelectionRequest admissible = admissible(request);
+      selection = Selector.select(view, admissible, scratch, now);
+      if (decisions != null) {
+        decisions.record(DecisionKind.BOOK, view, admissible, scratch, now);
+      }
     } catch (RoutingException e) {
       return new BookOutcome.Rejected(e.error());
     }

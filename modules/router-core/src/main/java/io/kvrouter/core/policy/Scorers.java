@@ -22,13 +22,24 @@ public final class Scorers {
    */
   public static void kv(ScoredCandidates c, int islTokens, int blockSize, int requestBlocks, double credit,
       double hostWeight, double diskWeight, double scale) {
-    double blocks = blockSize;
     for (int i = 0; i < c.size(); i++) {
-      double creditBlocks = credit * c.deviceOverlap(i) + hostWeight * c.hostOverlap(i) + diskWeight * c.diskOverlap(i);
-      double prefill = (c.prefillTokens(i) + islTokens) / blocks - creditBlocks;
-      int additionalActive = requestBlocks - c.activeMatched(i);
-      c.setCost(i, scale * (prefill > 0 ? prefill : 0) + c.decodeBlocks(i) + (additionalActive > 0 ? additionalActive : 0));
+      c.setCost(i, kvPrefillTerm(c, i, islTokens, blockSize, credit, hostWeight, diskWeight, scale)
+          + c.decodeBlocks(i) + kvActiveTerm(c, i, requestBlocks));
     }
+  }
+
+  /** The kv cost's prefill term of candidate i: {@code scale·max((prefill_tokens + isl)/block_size − credit, 0)}. */
+  public static double kvPrefillTerm(ScoredCandidates c, int i, int islTokens, int blockSize, double credit,
+      double hostWeight, double diskWeight, double scale) {
+    double creditBlocks = credit * c.deviceOverlap(i) + hostWeight * c.hostOverlap(i) + diskWeight * c.diskOverlap(i);
+    double prefill = (c.prefillTokens(i) + islTokens) / (double) blockSize - creditBlocks;
+    return scale * (prefill > 0 ? prefill : 0);
+  }
+
+  /** The kv cost's active-blocks term of candidate i: request blocks its live bookings do not hold yet. */
+  public static int kvActiveTerm(ScoredCandidates c, int i, int requestBlocks) {
+    int additionalActive = requestBlocks - c.activeMatched(i);
+    return additionalActive > 0 ? additionalActive : 0;
   }
 
   /** Blocks a request occupies: ceil(isl / block size). */

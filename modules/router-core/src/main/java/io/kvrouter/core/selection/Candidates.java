@@ -20,6 +20,11 @@ public final class Candidates implements ScoredCandidates {
   private double[] cost = new double[0];
   private double[] weights = new double[0];
   private double temperature;
+  private int chosen = -1;
+  /** Ranks the projection left out, with why: written only on the (rare) paths that skip a rank. */
+  private int filteredCount;
+  private int[] filteredRank = new int[0];
+  private byte[] filteredReason = new byte[0];
 
   private static final ThreadLocal<Candidates> PER_THREAD = ThreadLocal.withInitial(Candidates::new);
 
@@ -40,9 +45,13 @@ public final class Candidates implements ScoredCandidates {
       activeMatched = new int[capacity];
       cost = new double[capacity];
       weights = new double[capacity];
+      filteredRank = new int[capacity];
+      filteredReason = new byte[capacity];
     }
     size = 0;
     temperature = 0;
+    chosen = -1;
+    filteredCount = 0;
   }
 
   void add(int rank, int requests, long prefill, long decode) {
@@ -56,6 +65,35 @@ public final class Candidates implements ScoredCandidates {
     diskOverlap[i] = 0;
     activeMatched[i] = 0;
     cost[i] = 0;
+  }
+
+  void filter(int rank, FilterReason reason) {
+    int i = filteredCount++;
+    filteredRank[i] = rank;
+    filteredReason[i] = (byte) reason.ordinal();
+  }
+
+  /** Ranks the projection left out of this selection. */
+  public int filteredCount() {
+    return filteredCount;
+  }
+
+  /** View index of the i-th rank left out. */
+  public int filteredRank(int i) {
+    return filteredRank[i];
+  }
+
+  public FilterReason filteredReason(int i) {
+    return FilterReason.of(filteredReason[i]);
+  }
+
+  void choose(int candidate) {
+    chosen = candidate;
+  }
+
+  /** The candidate the picker chose in the last selection, or -1 if it ended before a pick. */
+  public int chosen() {
+    return chosen;
   }
 
   @Override

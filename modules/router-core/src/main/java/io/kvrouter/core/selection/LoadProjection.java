@@ -61,9 +61,11 @@ public final class LoadProjection {
         Rank rank = view.rank(i);
         if (pinned != null && (!rank.workerId().equals(pinned)
             || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
+          out.filter(i, FilterReason.PINNED);
           continue;
         }
         if (!allowed.isEmpty() && !allowed.contains(rank.workerId())) {
+          out.filter(i, FilterReason.NOT_ALLOWED);
           continue;
         }
       }
@@ -74,12 +76,14 @@ public final class LoadProjection {
           nowMillis = clock.getAsLong();
         }
         if (!isAvailable(reported, heartbeatTimeout, nowMillis)) {
+          out.filter(i, FilterReason.UNAVAILABLE);
           continue;
         }
       }
       eligibleIgnoringOverload++;
       RankLoad booked = cell.booked();
       if (thresholds && isOverloaded(policy, view.rankWorker(i), booked, reported)) {
+        out.filter(i, FilterReason.OVERLOADED);
         continue;
       }
       out.add(i, booked.inFlight(), booked.prefillTokens(), booked.decodeBlocks());

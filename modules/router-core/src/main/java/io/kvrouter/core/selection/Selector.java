@@ -30,6 +30,7 @@ public final class Selector {
     LoadProjection.projectWorkerLoads(view, request, scratch, clock);
     computeCosts(view, request, scratch);
     int chosen = view.picker().pick(scratch);
+    scratch.choose(chosen);
     return SelectionAnswers.build(view, request, scratch, chosen);
   }
 
@@ -53,11 +54,18 @@ public final class Selector {
       view.activePrefix().matched(view, hashes, c);
     }
     int requestBlocks = Scorers.requestBlocks(request.islTokens(), view.blockSize());
-    double credit = request.overlapCredit() != null ? request.overlapCredit() : policy.overlapCredit();
-    double scale = request.prefillLoadScale() != null ? request.prefillLoadScale() : policy.prefillLoadScale();
-    double hostWeight = policy.hostCacheHitWeight();
-    double diskWeight = policy.diskCacheHitWeight();
-    Scorers.kv(c, request.islTokens(), view.blockSize(), requestBlocks, credit, hostWeight, diskWeight, scale);
+    Scorers.kv(c, request.islTokens(), view.blockSize(), requestBlocks, overlapCredit(policy, request),
+        policy.hostCacheHitWeight(), policy.diskCacheHitWeight(), prefillLoadScale(policy, request));
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
+  }
+
+  /** The kv overlap credit a request is scored with: its override, else the policy's. */
+  public static double overlapCredit(PolicyConfig policy, SelectionRequest request) {
+    return request.overlapCredit() != null ? request.overlapCredit() : policy.overlapCredit();
+  }
+
+  /** The kv prefill load scale a request is scored with: its override, else the policy's. */
+  public static double prefillLoadScale(PolicyConfig policy, SelectionRequest request) {
+    return request.prefillLoadScale() != null ? request.prefillLoadScale() : policy.prefillLoadScale();
   }
 }

@@ -3,6 +3,8 @@ package io.kvrouter.server.grpc;
 import static io.kvrouter.api.Stages.SAME_THREAD;
 
 import io.kvrouter.api.v1.AdminPowerApi;
+import io.kvrouter.api.v1.ExplainReply;
+import io.kvrouter.api.v1.ExplainRequest;
 import io.kvrouter.api.v1.ListModelsRequest;
 import io.kvrouter.api.v1.ModelList;
 import io.kvrouter.api.v1.ModelState;
@@ -15,8 +17,8 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
 /**
- * kvrouter.v1.Admin: policy changes and each model's admission state, read through its actor with the caller's
- * deadline from the metadata.
+ * kvrouter.v1.Admin: policy changes, each model's admission state (read through its actor with the caller's
+ * deadline from the metadata) and its last decisions.
  */
 public final class AdminService implements AdminPowerApi {
   private final RouterCluster cluster;
@@ -41,6 +43,11 @@ public final class AdminService implements AdminPowerApi {
   @Override
   public CompletionStage<ModelState> getModelState(ModelStateRequest in, Metadata metadata) {
     return Calls.guard(() -> ModelStates.read(cluster, in.getModel(), Deadlines.remaining(metadata)));
+  }
+
+  @Override
+  public CompletionStage<ExplainReply> explainRecent(ExplainRequest in, Metadata metadata) {
+    return Explanations.read(cluster, in.getModel(), Explanations.limit(in.getLimit()), Deadlines.remaining(metadata));
   }
 
   @Override

@@ -47,13 +47,19 @@ public final class RouterService implements RouterPowerApi {
       ModelClient client = cluster.client(in.getModel());
       SelectionView view = client.view();
       SelectionRequest request = mapping.toSelectionRequest(in, false, view);
-      Selection answer = ProtoMapping.toProto(client.selectWithoutAdmission(request));
+      Selection answer = in.getExplain() ? explained(client.selectExplained(request))
+          : ProtoMapping.toProto(client.selectWithoutAdmission(request));
       metrics.selected(in.getModel(), view, start);
       return CompletableFuture.completedFuture(answer);
     } catch (RuntimeException e) {
       rejected(RouterMetrics.SELECT, e);
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  private static Selection explained(ModelClient.ExplainedSelection explained) {
+    return ProtoMapping.toProto(explained.result()).toBuilder()
+        .setExplanation(Explanations.toProto(explained.explanation())).build();
   }
 
   /**

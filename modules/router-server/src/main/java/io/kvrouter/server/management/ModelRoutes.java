@@ -17,12 +17,14 @@ import io.kvrouter.api.v1.ModelList;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.server.grpc.Explanations;
 import io.kvrouter.server.grpc.ModelStates;
 import io.kvrouter.core.selection.RequestLimits;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
@@ -37,7 +39,8 @@ import org.apache.pekko.management.javadsl.ManagementRouteProviderSettings;
 /**
  * Read-only management routes over each model's admission state, read through its actor:
  * {@code GET /models} lists models with registered workers; {@code GET /models/state?model=NAME} and
- * {@code GET /models/NAME} (NAME URL-encoded, or a plain path such as {@code org/name}) show one model's state.
+ * {@code GET /models/NAME} (NAME URL-encoded, or a plain path such as {@code org/name}) show one model's state;
+ * {@code GET /models/explain?model=NAME[&limit=N]} its last decisions ({@link Explanations}).
  */
 public final class ModelRoutes implements ManagementRouteProvider {
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(5);
@@ -56,6 +59,8 @@ public final class ModelRoutes implements ManagementRouteProvider {
         pathEndOrSingleSlash(() -> json(StatusCodes.OK,
             ModelList.newBuilder().addAllModels(cluster.models()).build())),
         path("state", () -> parameterOptional("model", model -> modelState(cluster, model))),
+        path("explain", () -> parameterOptional("model", model -> parameterOptional("limit",
+            limit -> explain(cluster, model, limit)))),
         path(PathMatchers.remaining(), encoded -> modelState(cluster,
             Optional.of(decodePath(encoded)))))));
   }
@@ -66,7 +71,26 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private Route modelState(RouterCluster cluster, Optional<String> model) {
-    return onComplete(ModelStates.read(cluster, model.orElse(""), READ_TIMEOUT), result -> {
+    return answer(ModelStates.read(cluster, model.orElse(""), READ_TIMEOUT));
+  }
+
+  /** The model's last decisions ({@link Explanations}); a limit that is not a number from 0 up: 400. */
+  private Route explain(RouterCluster cluster, Optional<String> model, Optional<String> limit) {
+    int parsed;
+    try {
+      parsed = limit.map(Integer::parseInt).orElse(0);
+    } catch (NumberFormatException e) {
+      parsed = -1;
+    }
+    if (parsed < 0) {
+      return error(RoutingError.invalid(RoutingError.INVALID_SIZE,
+          "limit must be a whole number from 0 (all kept) up, got '" + RoutingError.echo(limit.orElse("")) + "'"));
+    }
+    return answer(Explanations.read(cluster, model.orElse(""), parsed, READ_TIMEOUT));
+  }
+
+  private Route answer(CompletionStage<? extends MessageOrBuilder> read) {
+    return onComplete(read, result -> {
       if (result.isSuccess()) {
         return json(StatusCodes.OK, result.get());
       }
@@ -74,7 +98,7 @@ public final class ModelRoutes implements ManagementRouteProvider {
       if (cause instanceof RoutingException routing) {
         return error(routing.error());
       }
-      return complete(StatusCodes.SERVICE_UNAVAILABLE, "admission state unavailable: " + cause.getMessage());
+      return complete(StatusCodes.SERVICE_UNAVAILABLE, "admission actor unavailable: " + cause.getMessage());
     });
   }
 

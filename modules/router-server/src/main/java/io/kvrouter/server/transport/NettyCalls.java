@@ -11,6 +11,8 @@ import io.kvrouter.api.v1.AdminGrpc;
 import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.Deregistered;
+import io.kvrouter.api.v1.ExplainReply;
+import io.kvrouter.api.v1.ExplainRequest;
 import io.kvrouter.api.v1.KvEventAck;
 import io.kvrouter.api.v1.KvEventBatch;
 import io.kvrouter.api.v1.ListModelsRequest;
@@ -116,6 +118,11 @@ final class NettyCalls implements RouterGrpc.AsyncService, WorkersGrpc.AsyncServ
   @Override
   public void getModelState(ModelStateRequest in, StreamObserver<ModelState> out) {
     answer(out, services.admin().getModelState(in, CallMetadata.current()));
+  }
+
+  @Override
+  public void explainRecent(ExplainRequest in, StreamObserver<ExplainReply> out) {
+    answer(out, services.admin().explainRecent(in, CallMetadata.current()));
   }
 
   @Override

@@ -19,6 +19,7 @@ import io.kvrouter.api.ReasonTrailer;
 import io.kvrouter.api.health.v1.HealthCheckRequest;
 import io.kvrouter.api.health.v1.HealthGrpc;
 import io.kvrouter.api.v1.AdminGrpc;
+import io.kvrouter.api.v1.ExplainRequest;
 import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.RouterGrpc;
@@ -120,6 +121,9 @@ class SecurityTest {
       var state = withToken(AdminGrpc.newBlockingStub(channel), ADMIN)
           .getModelState(ModelStateRequest.newBuilder().setModel(model).build());
       assertThat(state.getWorkersCount()).isEqualTo(1);
+      var explained = withToken(AdminGrpc.newBlockingStub(channel), ADMIN)
+          .explainRecent(ExplainRequest.newBuilder().setModel(model).build());
+      assertThat(explained.getDecisionsList()).extracting(d -> d.getRequestId()).contains("r1");
     } finally {
       close(channel);
     }
@@ -168,6 +172,11 @@ class SecurityTest {
           .getModelState(ModelStateRequest.newBuilder().setModel(model("no-role")).build()));
       assertThat(admin.getStatus().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
       assertThat(ReasonTrailer.of(admin.getTrailers())).isEqualTo(RoutingError.MISSING_ROLE);
+      // a router client may not read other clients' decisions
+      StatusRuntimeException explain = refused(() -> withToken(AdminGrpc.newBlockingStub(channel), CLIENT)
+          .explainRecent(ExplainRequest.newBuilder().setModel(model("no-role")).build()));
+      assertThat(explain.getStatus().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);
+      assertThat(ReasonTrailer.of(explain.getTrailers())).isEqualTo(RoutingError.MISSING_ROLE);
       StatusRuntimeException workers = refused(() -> withToken(WorkersGrpc.newBlockingStub(channel), CLIENT)
           .register(worker(model("no-role"), "w1").build()));
       assertThat(workers.getStatus().getCode()).isEqualTo(Status.Code.PERMISSION_DENIED);

@@ -1,0 +1,19 @@
+package io.kvrouter.core.selection;
+
+/** Why {@link LoadProjection} left a rank out of a selection's candidates. */
+public enum FilterReason {
+  /** The request pinned another worker (or another dp rank of the pinned worker). */
+  PINNED,
+  /** The request's allowed workers do not include the rank's worker (also: not reported yet while recovering). */
+  NOT_ALLOWED,
+  /** The rank reported load once and then stayed silent longer than the heartbeat timeout. */
+  UNAVAILABLE,
+  /** The rank is above one of the policy's busy thresholds. */
+  OVERLOADED;
+
+  private static final FilterReason[] VALUES = values();
+
+  static FilterReason of(byte ordinal) {
+    return VALUES[ordinal];
+  }
+}
