@@ -79,6 +79,8 @@ public final class Main {
       GrpcTransport.Bound grpc = await(GrpcTransport.start(system, GrpcTransport.Settings.fromConfig(config),
           services));
       InetSocketAddress grpcAddress = grpc.address();
+      String advertised = config.getString("kvrouter.grpc.advertised-endpoint");
+      routing.advertise(advertised.isEmpty() ? grpcAddress.getHostString() + ":" + grpcAddress.getPort() : advertised);
       Uri management = await(PekkoManagement.get(system).start());
       log.info("kvrouter gRPC ({} binding) on {}:{}, management on {}", grpc.binding().configName(),
           grpcAddress.getHostString(), grpcAddress.getPort(), management);
