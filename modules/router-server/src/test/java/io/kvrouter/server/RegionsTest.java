@@ -16,7 +16,11 @@ import io.kvrouter.api.v1.PoolSummary;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
 import io.kvrouter.api.v1.Selection;
-import io.kvrouter.cluster.testkit.PoolPause;
+import io.kvrouter.cluster.testkit.DarkRegion;
+import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.core.selection.SelectionRequest;
+import java.util.Set;
+import java.util.concurrent.CompletionException;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.server.transport.Binding;
 import java.net.http.HttpResponse;
@@ -42,18 +46,18 @@ class RegionsTest {
       pekko.cluster.typed.receptionist.distributed-data.notify-subscribers-interval = 100ms
       """;
 
-  private static final PoolPause US_PAUSE = new PoolPause();
-  private static final PoolPause EU_PAUSE = new PoolPause();
+  private static final DarkRegion US_GATE = new DarkRegion();
+  private static final DarkRegion EU_GATE = new DarkRegion();
   private static TestRouter us;
   private static TestRouter eu;
 
   @BeforeAll
   static void startTwoRegions() {
     us = TestRouter.start(Binding.NETTY, REGIONS + "pekko.cluster.multi-data-center.self-data-center = us\n",
-        US_PAUSE);
+        US_GATE);
     int seedPort = (Integer) Cluster.get(us.node.system()).selfMember().address().getPort().get();
     eu = TestRouter.start(Binding.NETTY, REGIONS + "pekko.cluster.multi-data-center.self-data-center = eu\n"
-        + "kvrouter.cluster.seed-nodes = \"127.0.0.1:" + seedPort + "\"\n", EU_PAUSE);
+        + "kvrouter.cluster.seed-nodes = \"127.0.0.1:" + seedPort + "\"\n", EU_GATE);
     await().atMost(CONVERGE).until(() -> List.of(us, eu).stream().allMatch(node -> {
       var members = Cluster.get(node.node.system()).state().getMembers();
       int up = 0;
@@ -112,7 +116,7 @@ class RegionsTest {
     assertThat(join(us.router.select(request(model, "", Scope.SCOPE_REGION))).getWorker().getWorkerId())
         .isEqualTo("w-us");
 
-    EU_PAUSE.pause();
+    EU_GATE.silenceSummaries();
     try {
       await().atMost(CONVERGE).until(() -> join(us.router.select(request(model, "", Scope.SCOPE_GLOBAL)))
           .getWorker().getWorkerId().equals("w-us"));
@@ -121,7 +125,7 @@ class RegionsTest {
       assertThat(pools.get(0).getStale()).isTrue();
       assertThat(pools.get(1).getStale()).isFalse();
     } finally {
-      EU_PAUSE.resume();
+      EU_GATE.resumeSummaries();
     }
     await().atMost(CONVERGE).until(() -> join(us.router.select(request(model, "", Scope.SCOPE_GLOBAL)))
         .getRegion().equals("eu"));
@@ -196,5 +200,31 @@ class RegionsTest {
     assertThat(us.state(model).getWorkersCount()).isEqualTo(1);
     // the region named as this node's own is the regional path
     assertThat(join(us.router.release(ref.setRegion("us").build())).getApplied()).isTrue();
+  }
+
+  @Test
+  void aGlobalBookToARegionThatDoesNotAnswerEndsRegionUnreachableAndLeavesNothing() {
+    String model = "org/eu-dark";
+    join(eu.workers.register(worker(model, "w-eu").build()));
+    awaitPool(us, model, "eu");
+    SelectionRequest request = new SelectionRequest(model, "dark-1", null, 1600, 0, null, null, Set.of(), 0, null,
+        null, null);
+    EU_GATE.dropBooks(true);
+    try {
+      Throwable failed = org.assertj.core.api.Assertions.catchThrowable(
+          () -> us.node.cluster().regions().book("eu", request, Duration.ofMillis(500)).join());
+      assertThat(failed).isInstanceOf(CompletionException.class).cause().isInstanceOf(RoutingException.class);
+      RoutingError error = ((RoutingException) failed.getCause()).error();
+      assertThat(error.code()).isEqualTo(RoutingError.Code.UNAVAILABLE);
+      assertThat(error.reason()).isEqualTo(RoutingError.REGION_UNREACHABLE);
+      assertThat(error.message()).contains("eu").contains(model);
+    } finally {
+      EU_GATE.dropBooks(false);
+    }
+    assertThat(eu.state(model).getBookingsCount()).isZero();
+    // the region answers again: the same call books there
+    Booking booking = join(us.router.book(request(model, "dark-2", Scope.SCOPE_GLOBAL)));
+    assertThat(booking.getRegion()).isEqualTo("eu");
+    assertThat(eu.state(model).getBookingsList()).extracting(b -> b.getRequestId()).containsExactly("dark-2");
   }
 }

@@ -9,18 +9,24 @@ import org.apache.pekko.actor.typed.TypedActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Silences a node's pool summaries while paused: its admission actors' summary ticks are dropped before the actor
- * sees them, as if the region had gone dark for every other region, and publishing resumes when unpaused.
+ * Makes a node's region go dark for the others, and come back: while its summaries are silenced its admission
+ * actors' summary ticks are dropped before the actors see them; while Books are dropped the actors never see a Book
+ * (its caller's ask times out, as across a partition).
  */
-public final class PoolPause implements RouterCluster.AdmissionDecorator {
-  private final AtomicBoolean paused = new AtomicBoolean();
+public final class DarkRegion implements RouterCluster.AdmissionDecorator {
+  private final AtomicBoolean silent = new AtomicBoolean();
+  private final AtomicBoolean droppingBooks = new AtomicBoolean();
 
-  public void pause() {
-    paused.set(true);
+  public void silenceSummaries() {
+    silent.set(true);
   }
 
-  public void resume() {
-    paused.set(false);
+  public void resumeSummaries() {
+    silent.set(false);
+  }
+
+  public void dropBooks(boolean drop) {
+    droppingBooks.set(drop);
   }
 
   @Override
@@ -30,7 +36,8 @@ public final class PoolPause implements RouterCluster.AdmissionDecorator {
       @Override
       public Behavior<ModelAdmission.Command> aroundReceive(TypedActorContext<ModelAdmission.Command> ctx,
           ModelAdmission.Command message, ReceiveTarget<ModelAdmission.Command> target) {
-        if (message == ModelAdmission.PublishPool.INSTANCE && paused.get()) {
+        if ((message == ModelAdmission.PublishPool.INSTANCE && silent.get())
+            || (message instanceof ModelAdmission.Book && droppingBooks.get())) {
           return Behaviors.same();
         }
         return target.apply(ctx, message);
