@@ -59,7 +59,8 @@ public final class RouterService implements RouterPowerApi {
       boolean global = in.getScope() == Scope.SCOPE_GLOBAL;
       PoolSummary remote = global ? remotePool(in.getModel()) : null;
       if (remote != null) {
-        mapping.toSelectionRequest(in, false, remote.blockSize()); // validated as any Select
+        // validated as any Select; not hashed (block size 0): nothing here uses the hashes
+        mapping.toSelectionRequest(in, false, 0);
         return CompletableFuture.completedFuture(Selection.newBuilder()
             .setRegion(remote.region())
             .setRouterEndpoint(regions.routerEndpoint(remote.region(), remote))
