@@ -37,9 +37,12 @@ public record PoolSummary(String model, String region, int workers, int ranks, i
         capacity, normalised(heldBlocks, capacity), view.blockSize(), routerEndpoints, view.epoch(), sequence, 0);
   }
 
-  /** KV blocks held per block of capacity; a pool without capacity counts as full. */
+  /**
+   * KV blocks held per block of capacity. Only a pool without workers has no capacity (total_kv_blocks is at least
+   * 1), and such a pool is never chosen: its load is 0.
+   */
   static double normalised(double heldBlocks, long capacity) {
-    return capacity <= 0 ? Double.POSITIVE_INFINITY : heldBlocks / capacity;
+    return capacity <= 0 ? 0 : heldBlocks / capacity;
   }
 
   /** This summary as heard by a node at {@code nowMillis}. */
