@@ -71,6 +71,10 @@ public final class Bench implements Runnable {
     cli.addSubcommand("cluster", subcommand("One region of three nodes in this JVM: view propagation, Books through a "
         + "non-owner node, replication's cost to the owner, failover (run alone, in its own JVM).",
         List.of(new Benchmark("cluster", "", ClusterBench::run))));
+    // not in `all`: two router nodes of two regions in this JVM
+    cli.addSubcommand("regions", subcommand("Two regions of one node each in this JVM: global vs regional Select "
+        + "per call (JMH), Book + Release through the cross-region proxy vs local (run alone, in its own JVM).",
+        List.of(new Benchmark("regions", "", RegionsBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);

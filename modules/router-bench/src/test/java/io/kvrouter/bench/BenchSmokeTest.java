@@ -62,6 +62,17 @@ class BenchSmokeTest {
   }
 
   @Test
+  @Timeout(value = 300)
+  void regionsQuickWritesItsTables(@TempDir Path out) throws Exception {
+    assertThat(Bench.run("regions", "--quick", "--out", out.toString())).isZero();
+    assertThat(read(out, "regions.md"))
+        .contains("| benchmark | threads | score (ns/op) |")
+        .contains("| regional | 1 |", "| globalInline | 1 |", "| globalOtherRegion | 1 |")
+        .contains("| path | round | Book+Release pairs/s | relative to local |")
+        .contains("Global Select per call relative to regional");
+  }
+
+  @Test
   void jmhAnnotationProcessorRan() {
     assertThat(getClass().getClassLoader().getResource(Jmh.BENCHMARK_LIST)).isNotNull();
   }

@@ -19,13 +19,19 @@ final class BookingCommands {
     @Option(names = "--attempt", required = true, paramLabel = "A",
         description = "The booking's attempt (fencing token) from the book answer.")
     String attempt;
+    @Option(names = "--region", paramLabel = "REGION",
+        description = "The booking's region, as the book answer gives it (default: the region of the router called).")
+    String region;
 
     BookingRef ref() {
-      return BookingRef.newBuilder()
+      BookingRef.Builder ref = BookingRef.newBuilder()
           .setModel(nonBlank(model, "--model"))
           .setRequestId(nonBlank(requestId, "--request-id"))
-          .setAttempt(parse(() -> Args.parseUnsigned64(attempt, "--attempt")))
-          .build();
+          .setAttempt(parse(() -> Args.parseUnsigned64(attempt, "--attempt")));
+      if (region != null) {
+        ref.setRegion(region.trim());
+      }
+      return ref.build();
     }
   }
 

@@ -208,7 +208,8 @@ final class RouteCommands {
         return s -> s.router().book(req);
       }
       return s -> s.router().book(req).thenCompose(booking -> s.router().release(BookingRef.newBuilder()
-          .setModel(req.getModel()).setRequestId(booking.getRequestId()).setAttempt(booking.getAttempt()).build())
+          .setModel(req.getModel()).setRequestId(booking.getRequestId()).setAttempt(booking.getAttempt())
+          .setRegion(booking.getRegion()).build())
           .thenApply(released -> booking));
     }
   }

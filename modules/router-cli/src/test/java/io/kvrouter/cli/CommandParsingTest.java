@@ -133,6 +133,19 @@ class CommandParsingTest {
   }
 
   @Test
+  void bookingCallsTakeTheBookingsRegion() {
+    BookingRef release = ((BookingCommands.Release) parsed("release", "--model", "m", "--request-id", "r",
+        "--attempt", "3", "--region", "us")).ref();
+    assertThat(release.getRegion()).isEqualTo("us");
+    BookingRef renew = ((BookingCommands.Renew) parsed("renew", "--model", "m", "--request-id", "r",
+        "--attempt", "3", "--region", "eu")).ref();
+    assertThat(renew.getRegion()).isEqualTo("eu");
+    BookingRef prefill = ((BookingCommands.MarkPrefillDone) parsed("mark-prefill-done", "--model", "m",
+        "--request-id", "r", "--attempt", "3")).ref();
+    assertThat(prefill.getRegion()).as("default: the called router's region").isEmpty();
+  }
+
+  @Test
   void globalOptionsWorkBeforeAndAfterTheSubcommand() {
     KvRouterCli before = root("--target", "10.0.0.1:7000", "--timeout", "250ms", "models");
     assertThat(before.target()).isEqualTo(new Args.Target("10.0.0.1", 7000));

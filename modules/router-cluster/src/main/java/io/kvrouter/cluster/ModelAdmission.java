@@ -101,6 +101,11 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     INSTANCE
   }
 
+  /** Sent by the actor's summary timer: publishes its pool's summary to every region ({@link PoolPublisher}). */
+  public enum PublishPool implements Command {
+    INSTANCE
+  }
+
   /** Sent by the actor's replication timer: sends what changed to the region's other nodes. */
   enum Flush implements Command {
     INSTANCE
@@ -152,7 +157,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
       Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals,
       Consumer<String> forget, ReplicationConfig replication, ReplicaPeers peers, String hostNode,
-      Function<String, DecisionLog> decisions) {}
+      Function<String, DecisionLog> decisions, PoolPublisher pools) {}
 
   private static final Object FLUSH_TIMER = "flush";
   private static final Object RESEND_TIMER = "resend";
@@ -167,6 +172,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private final TimerScheduler<Command> timers;
   /** Replication to each peer's replica actor; a listed peer missing here gets a snapshot at the next flush. */
   private final Map<ActorRef<ReplicaNode.Command>, PeerProgress> peers = new HashMap<>();
+  /** The last pool summary's sequence number in this incarnation (0: none published yet). */
+  private long poolSequence;
 
   /** @param shard the entity's shard, which passivates it */
   public static Behavior<Command> create(String model, ActorRef<ClusterSharding.ShardCommand> shard, Environment env) {
@@ -191,6 +198,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       timers.startTimerWithFixedDelay(RESEND_TIMER, Flush.INSTANCE, env.replication().resendAfter());
       scheduleFlush();
     }
+    timers.startTimerWithFixedDelay(PublishPool.INSTANCE, env.pools().interval());
     locals.started(state.model(), context.getSelf());
     context.getLog().debug("admission for model '{}' started, epoch {}", state.model(), state.epoch());
   }
@@ -215,6 +223,12 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
         .onMessageEquals(Flush.INSTANCE, () -> {
           flush();
+          return this;
+        })
+        .onMessageEquals(PublishPool.INSTANCE, () -> {
+          if (!state.view().isEmpty()) {
+            publishPool();
+          }
           return this;
         })
         .onMessage(ReplicaAck.class, this::onReplicaAck)
@@ -262,8 +276,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     if (!state.isDisposable()) {
       return this;
     }
-    // the peers learn that the model is empty, and forget it
+    // the peers learn that the model is empty, and forget it; so do the other regions
     flush();
+    publishPool();
     ActorRef<Command> self = getContext().getSelf();
     // facades fall back to the region, which buffers commands while the shard passivates the actor
     locals.stopped(state.model(), self);
@@ -284,6 +299,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
         .onMessageEquals(ExpireLeases.INSTANCE, Behaviors::same)
         .onMessageEquals(Flush.INSTANCE, Behaviors::same)
+        .onMessageEquals(PublishPool.INSTANCE, Behaviors::same)
         .onMessage(ReplicaAck.class, m -> Behaviors.same())
         .onMessage(SnapshotWanted.class, m -> Behaviors.same())
         .onMessage(Command.class, command -> {
@@ -359,6 +375,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       getContext().getLog().info("model '{}': {} booking(s) expired on their lease", state.model(), expired);
     }
     return afterCommand();
+  }
+
+  private void publishPool() {
+    env.pools().publish(state, ++poolSequence);
   }
 
   // ---- replication

@@ -169,7 +169,7 @@ public final class ModelClient {
   public static final class BookCall extends CompletableFuture<BookingAnswer> {
     private final Runnable cancelBook;
 
-    private BookCall(Runnable cancelBook) {
+    BookCall(Runnable cancelBook) {
       this.cancelBook = cancelBook;
     }
 
@@ -199,10 +199,9 @@ public final class ModelClient {
       result.completeExceptionally(RoutingError.unknownModel(model).toException());
       return result;
     }
-    if (remaining != null && remaining.compareTo(config.deadlineMargin()) <= 0) {
-      result.completeExceptionally(new RoutingException(new RoutingError(RoutingError.Code.DEADLINE_EXCEEDED,
-          RoutingError.DEADLINE_TOO_SHORT, "the call's deadline (" + remaining.toMillis() + " ms left) leaves no "
-              + "time beyond the deadline margin (" + config.deadlineMargin().toMillis() + " ms) to book")));
+    RoutingException tooShort = config.deadlineTooShort(remaining);
+    if (tooShort != null) {
+      result.completeExceptionally(tooShort);
       return result;
     }
     Duration timeout = askTimeout(remaining);
@@ -418,11 +417,7 @@ public final class ModelClient {
   }
 
   private Duration askTimeout(Duration remaining) {
-    if (remaining == null) {
-      return config.askTimeout();
-    }
-    Duration budget = remaining.minus(config.deadlineMargin());
-    return budget.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : budget;
+    return config.askTimeout(remaining);
   }
 
   private static <T> T unwrap(RoutingError error, T value) {

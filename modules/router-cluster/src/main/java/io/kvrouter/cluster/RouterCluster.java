@@ -18,7 +18,9 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -47,12 +49,18 @@ public final class RouterCluster {
   private final NodeReplicas replicas;
   private final String selfAddress;
   private final DecisionLogs decisions;
+  private final Regions regions;
+  /** This node's router endpoint as its pools' summaries carry it (see {@link #advertise}). */
+  private final AtomicReference<List<String>> ownEndpoints;
   /** Facades of the models this node has a view of; dropped when the model's actor passivates. */
   private final Map<String, ModelClient> clients;
 
   private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
       Clock clock, AdmissionConfig config, Map<String, ModelKvIndex> kvIndexes, Map<String, ModelClient> clients,
-      KvEventFanout kvEvents, String region, NodeReplicas replicas, String selfAddress, DecisionLogs decisions) {
+      KvEventFanout kvEvents, String region, NodeReplicas replicas, String selfAddress, DecisionLogs decisions,
+      Regions regions, AtomicReference<List<String>> ownEndpoints) {
+    this.regions = regions;
+    this.ownEndpoints = ownEndpoints;
     this.replicas = replicas;
     this.decisions = decisions;
     this.selfAddress = selfAddress;
@@ -79,6 +87,21 @@ public final class RouterCluster {
    */
   public ModelKvIndex kvIndex(String model) {
     return kvIndexes.get(model);
+  }
+
+  /** The other regions as this node knows them: their pools, router endpoints and relayed calls. */
+  public Regions regions() {
+    return regions;
+  }
+
+  /**
+   * Sets the router endpoint (gRPC host:port) this node's pool summaries carry, unless
+   * {@code kvrouter.regions.endpoints} names one for this node's region (the server calls it once it has bound).
+   */
+  public void advertise(String endpoint) {
+    if (!endpoint.isEmpty()) {
+      ownEndpoints.compareAndSet(List.of(), List.of(endpoint));
+    }
   }
 
   public KvEventFanout kvEvents() {
@@ -118,8 +141,18 @@ public final class RouterCluster {
         // beside the admission actors, so a busy gRPC dispatcher never delays what replicas apply
         "kvrouter-replicas", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
     peers.bind(replicaNode);
+    RegionsConfig regionsConfig = RegionsConfig.fromConfig(system.settings().config());
+    String configuredEndpoint = regionsConfig.endpoints().get(region);
+    AtomicReference<List<String>> ownEndpoints = new AtomicReference<>(
+        configuredEndpoint == null ? List.of() : List.of(configuredEndpoint));
+    ActorRef<Topic.Command<PoolSummaries.Published>> poolTopic = system.systemActorOf(
+        Topic.create(PoolSummaries.Published.class, PoolSummaries.TOPIC), "kvrouter-pools-topic", Props.empty());
+    PoolSummaries pools = new PoolSummaries(clock::millis, regionsConfig);
+    system.systemActorOf(PoolSummaries.listener(pools, poolTopic, regionsConfig.staleAfter()), "kvrouter-pools",
+        Props.empty());
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress, decisions::of);
+        config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress, decisions::of,
+        new PoolPublisher(poolTopic, region, regionsConfig.summaryInterval(), ownEndpoints));
     ClusterSharding sharding = ClusterSharding.get(system);
     // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle. An
     // actor passivates itself once its model holds nothing (ModelAdmission.afterCommand).
@@ -129,10 +162,12 @@ public final class RouterCluster {
         .withSettings(settings)
         .withStopMessage(ModelAdmission.Stop.INSTANCE)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
+    Regions regions = new Regions(region, pools, regionsConfig, config, sharding,
+        org.apache.pekko.cluster.typed.Cluster.get(system), ownEndpoints);
     NodeReplicas replicas = new NodeReplicas(replicaNode, registry, system.scheduler(), config.askTimeout());
     RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndexes,
         clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock(), clock::millis), region,
-        replicas, selfAddress, decisions);
+        replicas, selfAddress, decisions, regions, ownEndpoints);
     Holder.ID.apply(system).node = node;
     return node;
   }

@@ -346,8 +346,7 @@ class InteropTest {
         .setMaxNumBatchedTokens(8192)
         .setTotalKvBlocks(1000)
         .setBlockSize(16)
-        .setEndpoint("http://" + id + ":8000")
-        .setRegion("local");
+        .setEndpoint("http://" + id + ":8000");
   }
 
   private static Registered registerTwo(InteropClient client, String model) {

@@ -9,6 +9,12 @@ import static org.awaitility.Awaitility.await;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.grpc.Status;
+import io.kvrouter.api.v1.Booking;
+import io.kvrouter.api.v1.BookingRef;
+import io.kvrouter.api.v1.BookingState;
+import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.api.v1.ModelStateRequest;
+import io.kvrouter.api.v1.Released;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
 import io.kvrouter.api.v1.Selection;
@@ -163,12 +169,57 @@ class LocalClusterScriptTest {
     String model = "cluster/global";
     int home = PER_REGION + 1; // the first node of the second region
     registerWorkers(client(home), model);
+    Set<String> homeEndpoints = new TreeSet<>();
+    for (int n = home; n < home + PER_REGION; n++) {
+      homeEndpoints.add("127.0.0.1:" + (grpcBase + n));
+    }
     for (int n = 1; n <= NODES; n++) {
       Selection selection = awaitSelection(n, model, Scope.SCOPE_GLOBAL);
-      assertThat(selection.getWorker().getWorkerId()).as("global Select through node %d", n).isIn("w1", "w2");
-      assertThat(selection.getWorker().getRegion()).as("global Select through node %d", n)
-          .isEqualTo(REGIONS.get(1));
+      assertThat(selection.getRegion()).as("global Select through node %d", n).isEqualTo(REGIONS.get(1));
+      if (regionOf(n).equals(REGIONS.get(1))) {
+        // the chosen pool is the node's own: it picks the worker inline
+        assertThat(selection.getWorker().getWorkerId()).as("global Select through node %d", n).isIn("w1", "w2");
+        assertThat(selection.getWorker().getRegion()).isEqualTo(REGIONS.get(1));
+      } else {
+        // another region's pool: the answer names it and where its routers listen, no worker
+        assertThat(selection.hasWorker()).as("global Select through node %d", n).isFalse();
+        assertThat(selection.getRouterEndpoint()).as("global Select through node %d", n).isIn(homeEndpoints);
+      }
     }
+  }
+
+  @Test
+  @Order(4)
+  void aGlobalBookFromOneRegionBooksAnotherRegionsWorkerAndIsReleasedFromAThird() {
+    String model = "cluster/global-book";
+    int home = 2 * PER_REGION + 1; // the first node of the third region
+    registerWorkers(client(home), model);
+    awaitSelection(1, model, Scope.SCOPE_GLOBAL); // node 1 (first region) has the third region's summary
+    Reply booked = call(client(1), "Router", "Book",
+        prompt(model).setRequestId("global-1").setScope(Scope.SCOPE_GLOBAL).build(), Booking.getDefaultInstance());
+    assertThat(booked.code()).as("global Book through node 1: %s", booked).isEqualTo(Status.Code.OK);
+    Booking booking = booked.response(Booking.class);
+    assertThat(booking.getRegion()).isEqualTo(REGIONS.get(2));
+    assertThat(booking.getSelection().getWorker().getRegion()).isEqualTo(REGIONS.get(2));
+    Reply state = call(client(home), "Admin", "GetModelState",
+        ModelStateRequest.newBuilder().setModel(model).build(), ModelState.getDefaultInstance());
+    assertThat(state.response(ModelState.class).getBookingsList()).extracting(BookingState::getRequestId)
+        .containsExactly("global-1");
+
+    // released through a node of the second region, with the booking's region
+    Reply released = call(client(PER_REGION + 1), "Router", "Release", BookingRef.newBuilder().setModel(model)
+        .setRequestId("global-1").setAttempt(booking.getAttempt()).setRegion(booking.getRegion()).build(),
+        Released.getDefaultInstance());
+    assertThat(released.code()).as("Release through node %d: %s", PER_REGION + 1, released)
+        .isEqualTo(Status.Code.OK);
+    assertThat(released.response(Released.class).getApplied()).isTrue();
+    Reply after = call(client(home), "Admin", "GetModelState",
+        ModelStateRequest.newBuilder().setModel(model).build(), ModelState.getDefaultInstance());
+    assertThat(after.response(ModelState.class).getBookingsList()).isEmpty();
+  }
+
+  private static String regionOf(int node) {
+    return REGIONS.get((node - 1) / PER_REGION);
   }
 
   @Test

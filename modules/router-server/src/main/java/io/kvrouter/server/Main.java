@@ -80,6 +80,8 @@ public final class Main {
       GrpcTransport.Bound grpc = await(GrpcTransport.start(system, GrpcTransport.Settings.fromConfig(config),
           services));
       InetSocketAddress grpcAddress = grpc.address();
+      String advertised = config.getString("kvrouter.grpc.advertised-endpoint");
+      routing.advertise(advertised.isEmpty() ? grpcAddress.getHostString() + ":" + grpcAddress.getPort() : advertised);
       Uri management = await(PekkoManagement.get(system).start());
       // after management: bootstrap's peers probe each other's management routes
       if (ClusterConfig.bootstraps(config)) {

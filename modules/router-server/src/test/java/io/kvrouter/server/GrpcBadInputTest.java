@@ -69,9 +69,12 @@ class GrpcBadInputTest {
     assertThat(modelState()).as("state unchanged").isEqualTo(before);
   }
 
-  /** The model's state but this node's replication staleness (the owner's seq moves on with every change it sends). */
+  /**
+   * The model's state but this node's replication staleness (the owner's seq moves on with every change it sends) and
+   * its pool summaries (republished every summary interval, their age moving on with every read).
+   */
   private static ModelState modelState() {
-    return router.state(MODEL).toBuilder().clearStaleness().build();
+    return router.state(MODEL).toBuilder().clearStaleness().clearPools().build();
   }
 
   private static RouteRequest.Builder select() {

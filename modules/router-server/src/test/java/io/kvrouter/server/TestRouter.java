@@ -92,8 +92,7 @@ public final class TestRouter implements AutoCloseable {
         .setMaxNumBatchedTokens(8192)
         .setTotalKvBlocks(1000)
         .setBlockSize(16)
-        .setEndpoint("http://" + id + ":8000")
-        .setRegion("local");
+        .setEndpoint("http://" + id + ":8000");
   }
 
   public ModelState state(String model) {

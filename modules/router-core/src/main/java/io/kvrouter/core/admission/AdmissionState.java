@@ -150,6 +150,11 @@ public final class AdmissionState {
     return membership.view();
   }
 
+  /** Books waiting in the admission queue. */
+  public int pending() {
+    return queue.size();
+  }
+
   public String model() {
     return model;
   }

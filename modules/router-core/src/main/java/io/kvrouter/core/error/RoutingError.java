@@ -50,6 +50,16 @@ public record RoutingError(Code code, String reason, String message) {
    * started, and none has yet.
    */
   public static final String RECOVERING = "RECOVERING";
+  /**
+   * FAILED_PRECONDITION: a regional call (the default scope) for a model that has no workers in this node's region
+   * while other regions have some; scope GLOBAL reaches them.
+   */
+  public static final String MODEL_NOT_IN_REGION = "MODEL_NOT_IN_REGION";
+  /**
+   * UNAVAILABLE (retryable): a call relayed to another region got no answer in time, or no member of that region is
+   * in the cluster.
+   */
+  public static final String REGION_UNREACHABLE = "REGION_UNREACHABLE";
   /** UNAUTHENTICATED: auth is on and the call carried no bearer token. */
   public static final String MISSING_TOKEN = "MISSING_TOKEN";
   /** UNAUTHENTICATED: the call's bearer token is none of the configured ones. */

@@ -198,6 +198,11 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     requireId("request_id", requestId, RoutingError.EMPTY_REQUEST_ID);
   }
 
+  /** A region named by a call (empty: the node's own) is at most {@link #MAX_ID_LENGTH} characters. */
+  public static void requireRegion(String region) {
+    requireLength("region", region, MAX_ID_LENGTH);
+  }
+
   private static void requireId(String field, String value, String emptyReason) {
     if (value == null || value.isBlank()) {
       throw RoutingError.invalid(emptyReason, field + " must not be empty").toException();

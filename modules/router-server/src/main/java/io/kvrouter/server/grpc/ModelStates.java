@@ -23,9 +23,12 @@ public final class ModelStates {
     }).thenApplyAsync(report -> {
       ModelKvIndex index = cluster.kvIndex(model);
       if (index == null) {
-        return ProtoMapping.toProto(report); // the model was forgotten here since the actor answered
+        // the model was forgotten here since the actor answered
+        return ProtoMapping.toProto(report).toBuilder()
+            .addAllPools(ProtoMapping.pools(cluster.regions(), model)).build();
       }
       return ProtoMapping.toProto(report).toBuilder()
+          .addAllPools(ProtoMapping.pools(cluster.regions(), model))
           .setKvEventGaps(index.gapCount())
           .setKvBlocksOverCapacity(index.overCapacityBlockCount())
           .addAllKvEventFedWorkers(index.eventFedWorkers())

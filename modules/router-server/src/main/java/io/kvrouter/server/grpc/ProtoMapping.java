@@ -28,6 +28,11 @@ import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.cluster.Regions;
+import io.kvrouter.core.regions.PoolSummary;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Set;
 
 /** Proto ↔ domain mapping, with the request-shape validation that belongs at the edge. */
@@ -45,6 +50,11 @@ public final class ProtoMapping {
    * the selection will say so). The caller has checked the model name: it looked the model up by it.
    */
   public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook, SelectionView view) {
+    return toSelectionRequest(in, forBook, view == null ? 0 : view.blockSize());
+  }
+
+  /** As above, with the model's block size in the pool it goes to (0: unknown; no sequence hashes then). */
+  public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook, int blockSize) {
     if (in.getScope() == Scope.UNRECOGNIZED) {
       throw unknownEnumValue("scope", in.getScopeValue());
     }
@@ -62,7 +72,7 @@ public final class ProtoMapping {
     if (isl < 0) { // a uint32 above 2^31
       isl = Integer.MAX_VALUE;
     }
-    long[] hashes = view == null || view.blockSize() <= 0 ? null : sequenceHashes(in, isl, view.blockSize());
+    long[] hashes = blockSize <= 0 ? null : sequenceHashes(in, isl, blockSize);
     SelectionRequest request = new SelectionRequest(
         in.getModel(),
         in.getRequestId(),
@@ -114,6 +124,11 @@ public final class ProtoMapping {
   }
 
   public static Selection toProto(SelectionResult result) {
+    return toProto(result, "");
+  }
+
+  /** The selection, naming where callers reach the routers of the worker's region (global calls). */
+  public static Selection toProto(SelectionResult result, String routerEndpoint) {
     return Selection.newBuilder()
         .setWorker(WorkerEndpoint.newBuilder()
             .setWorkerId(result.rank().workerId())
@@ -126,12 +141,19 @@ public final class ProtoMapping {
         .setLoad(toProto(result.load()))
         .setViewVersion(result.viewVersion())
         .setPolicy(result.policy())
+        .setRegion(result.region())
+        .setRouterEndpoint(routerEndpoint)
         .build();
   }
 
   public static io.kvrouter.api.v1.Booking toProto(BookingAnswer answer) {
+    return toProto(answer, "");
+  }
+
+  public static io.kvrouter.api.v1.Booking toProto(BookingAnswer answer, String routerEndpoint) {
     return io.kvrouter.api.v1.Booking.newBuilder()
-        .setSelection(toProto(answer.selection()))
+        .setSelection(toProto(answer.selection(), routerEndpoint))
+        .setRegion(answer.selection().region())
         .setRequestId(answer.requestId())
         .setAttempt(answer.attempt())
         .setReplay(answer.replay())
@@ -252,6 +274,34 @@ public final class ProtoMapping {
           .setAwaitingSnapshot(staleness.awaitingSnapshot()));
     }
     return out.build();
+  }
+
+  /** A pool as this node last heard of it, {@code nowMillis} on this node's clock. */
+  public static io.kvrouter.api.v1.PoolSummary toProto(PoolSummary pool, Regions regions, long nowMillis) {
+    return io.kvrouter.api.v1.PoolSummary.newBuilder()
+        .setRegion(pool.region())
+        .setWorkers(pool.workers())
+        .setRanks(pool.ranks())
+        .setInFlight(pool.inFlight())
+        .setPending(pool.pending())
+        .setCapacity(pool.capacity())
+        .setLoad(pool.load())
+        .setAgeMs(pool.ageMillis(nowMillis))
+        .setStale(pool.isStale(nowMillis, regions.pools().staleAfterMillis()))
+        .addAllRouterEndpoints(regions.routerEndpoints(pool.region(), pool))
+        .setEpoch(pool.epoch())
+        .setSequence(pool.sequence())
+        .build();
+  }
+
+  /** The pools of {@code model} this node heard of, by region name. */
+  public static List<io.kvrouter.api.v1.PoolSummary> pools(Regions regions, String model) {
+    long now = regions.pools().nowMillis();
+    List<PoolSummary> pools = new ArrayList<>(regions.pools().pools(model));
+    pools.sort(Comparator.comparing(PoolSummary::region));
+    List<io.kvrouter.api.v1.PoolSummary> out = new ArrayList<>(pools.size());
+    pools.forEach(pool -> out.add(toProto(pool, regions, now)));
+    return out;
   }
 
   public static ModelState toProto(ModelSnapshot snapshot) {

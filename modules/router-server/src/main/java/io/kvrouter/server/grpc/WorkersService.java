@@ -46,7 +46,11 @@ public final class WorkersService implements WorkersPowerApi {
   public CompletionStage<Registered> register(WorkerRegistration in, Metadata metadata) {
     return Calls.guard(() -> {
       WorkerConfig config = mapping.toWorkerConfig(in, cluster.region());
-      return cluster.client(in.getModel()).register(config, Deadlines.remaining(metadata))
+      // a worker of another region joins that region's pool, through its admission actor
+      CompletionStage<io.kvrouter.core.admission.Registered> registered = config.region().equals(cluster.region())
+          ? cluster.client(in.getModel()).register(config, Deadlines.remaining(metadata))
+          : cluster.regions().register(config, in.getModel(), Deadlines.remaining(metadata));
+      return registered
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
               .build(), SAME_THREAD);
     });

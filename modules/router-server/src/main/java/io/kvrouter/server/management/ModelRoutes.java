@@ -19,6 +19,8 @@ import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.server.grpc.Explanations;
 import io.kvrouter.server.grpc.ModelStates;
+import io.kvrouter.server.grpc.ProtoMapping;
+import java.util.List;
 import io.kvrouter.core.selection.RequestLimits;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -40,7 +42,9 @@ import org.apache.pekko.management.javadsl.ManagementRouteProviderSettings;
  * Read-only management routes over each model's admission state, read through its actor:
  * {@code GET /models} lists models with registered workers; {@code GET /models/state?model=NAME} and
  * {@code GET /models/NAME} (NAME URL-encoded, or a plain path such as {@code org/name}) show one model's state;
- * {@code GET /models/explain?model=NAME[&limit=N]} its last decisions ({@link Explanations}).
+ * {@code GET /models/explain?model=NAME[&limit=N]} its last decisions ({@link Explanations});
+ * {@code GET /models/pools?model=NAME} lists the model's pool in every region this node heard of (a JSON array of
+ * PoolSummary, by region name; a model no region has workers for: 404).
  */
 public final class ModelRoutes implements ManagementRouteProvider {
   private static final Duration READ_TIMEOUT = Duration.ofSeconds(5);
@@ -61,6 +65,7 @@ public final class ModelRoutes implements ManagementRouteProvider {
         path("state", () -> parameterOptional("model", model -> modelState(cluster, model))),
         path("explain", () -> parameterOptional("model", model -> parameterOptional("limit",
             limit -> explain(cluster, model, limit)))),
+        path("pools", () -> parameterOptional("model", model -> pools(cluster, model.orElse("")))),
         path(PathMatchers.remaining(), encoded -> modelState(cluster,
             Optional.of(decodePath(encoded)))))));
   }
@@ -102,6 +107,25 @@ public final class ModelRoutes implements ManagementRouteProvider {
     });
   }
 
+  private static Route pools(RouterCluster cluster, String model) {
+    try {
+      RequestLimits.requireModel(model);
+    } catch (RoutingException e) {
+      return error(e.error());
+    }
+    List<io.kvrouter.api.v1.PoolSummary> pools = ProtoMapping.pools(cluster.regions(), model);
+    if (pools.isEmpty()) {
+      return error(RoutingError.notFound(RoutingError.UNKNOWN_MODEL,
+          "no region has workers for model '" + RoutingError.echo(model) + "'"));
+    }
+    StringBuilder json = new StringBuilder("[");
+    for (io.kvrouter.api.v1.PoolSummary pool : pools) {
+      json.append(json.length() > 1 ? "," : "").append(print(pool));
+    }
+    return complete(HttpResponse.create().withStatus(StatusCodes.OK)
+        .withEntity(ContentTypes.APPLICATION_JSON, json.append(']').toString()));
+  }
+
   private static Route error(RoutingError error) {
     StatusCode status = switch (error.code()) {
       case INVALID_ARGUMENT -> StatusCodes.BAD_REQUEST;
@@ -121,9 +145,13 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private static Route json(StatusCode status, MessageOrBuilder message) {
+    return complete(HttpResponse.create().withStatus(status)
+        .withEntity(ContentTypes.APPLICATION_JSON, print(message)));
+  }
+
+  private static String print(MessageOrBuilder message) {
     try {
-      return complete(HttpResponse.create().withStatus(status)
-          .withEntity(ContentTypes.APPLICATION_JSON, JSON.print(message)));
+      return JSON.print(message);
     } catch (InvalidProtocolBufferException e) {
       throw new IllegalStateException(e);
     }

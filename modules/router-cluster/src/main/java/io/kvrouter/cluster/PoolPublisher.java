@@ -1,0 +1,38 @@
+package io.kvrouter.cluster;
+
+import io.kvrouter.core.admission.AdmissionState;
+import io.kvrouter.core.regions.PoolSummary;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.pubsub.Topic;
+
+/**
+ * How the admission actors of a node publish their pools' summaries: to the cluster-wide topic, with this node's
+ * region and router endpoint (the region's configured endpoint, else this node's advertised gRPC endpoint).
+ */
+public final class PoolPublisher {
+  private final ActorRef<Topic.Command<PoolSummaries.Published>> topic;
+  private final String region;
+  private final Duration interval;
+  private final AtomicReference<List<String>> endpoints;
+
+  PoolPublisher(ActorRef<Topic.Command<PoolSummaries.Published>> topic, String region, Duration interval,
+      AtomicReference<List<String>> endpoints) {
+    this.topic = topic;
+    this.region = region;
+    this.interval = interval;
+    this.endpoints = endpoints;
+  }
+
+  Duration interval() {
+    return interval;
+  }
+
+  /** Publishes the summary of {@code state}'s pool as of now (no workers: the pool is gone). */
+  void publish(AdmissionState state, long sequence) {
+    topic.tell(Topic.publish(new PoolSummaries.Published(
+        PoolSummary.of(region, state.view(), state.pending(), endpoints.get(), sequence))));
+  }
+}
