@@ -18,15 +18,20 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorRefResolver;
@@ -38,8 +43,10 @@ import org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider;
  * A hand-written binary encoding of the messages every Book crosses nodes with: a relayed Book and its answer, a
  * relayed Release and its answer, and the replication deltas and their acknowledgements (every few ms per peer).
  * Jackson CBOR spent most of a relayed Book's CPU decoding these (field names, property-based record creation, an
- * actor path parsed per reference); here each is a fixed sequence of fields. The rare parts (a delta's new view)
- * stay Jackson CBOR inside. Everything else keeps {@link CborSerializable}'s Jackson binding.
+ * actor path parsed per reference); here each is a fixed sequence of fields, a string repeated within a message is
+ * written once, the stable references a delta or an ack carries are resolved once, and a delta sent to several peers
+ * is encoded once. The rare parts (a delta's new view) stay Jackson CBOR inside. Everything else keeps
+ * {@link CborSerializable}'s Jackson binding.
  *
  * <p>The encoding is never larger than Jackson CBOR's (no field names), so router-core's size estimate
  * ({@code SnapshotChunks}), which cuts deltas under {@code max-chunk-bytes}, stays an upper bound.
@@ -58,6 +65,15 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
   private volatile ActorRefResolver resolver;
   private volatile ObjectMapper cbor;
   private final ConcurrentHashMap<String, ActorRef<?>> stableRefs = new ConcurrentHashMap<>();
+  /**
+   * The last deltas encoded, by seq: the owner sends the same delta to every peer, and each peer's outbound stream
+   * would encode it again. Slots hold (delta, owner, bytes); a miss or a race only costs an encoding.
+   */
+  private final AtomicReferenceArray<EncodedDelta> recentDeltas = new AtomicReferenceArray<>(RECENT_DELTAS);
+
+  private static final int RECENT_DELTAS = 16;
+
+  private record EncodedDelta(ReplicaDelta delta, ActorRef<?> owner, byte[] bytes) {}
 
   public HotPathSerializer(ExtendedActorSystem system) {
     this.system = system;
@@ -93,11 +109,21 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
 
   @Override
   public byte[] toBinary(Object message) {
-    Out out = new Out();
     if (message instanceof ReplicaNode.Delta m) {
+      int slot = (int) (m.delta().seq() & (RECENT_DELTAS - 1));
+      EncodedDelta recent = recentDeltas.get(slot);
+      if (recent != null && recent.delta() == m.delta() && recent.owner().equals(m.owner())) {
+        return recent.bytes();
+      }
+      Out out = new Out();
       writeDelta(out, m.delta());
       out.string(ref(m.owner()));
-    } else if (message instanceof ModelAdmission.ReplicaAck m) {
+      byte[] bytes = out.bytes();
+      recentDeltas.set(slot, new EncodedDelta(m.delta(), m.owner(), bytes));
+      return bytes;
+    }
+    Out out = new Out();
+    if (message instanceof ModelAdmission.ReplicaAck m) {
       out.string(ref(m.peer()));
       out.i64(m.epoch());
       out.i64(m.seq());
@@ -422,10 +448,18 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
     return in.bool() ? new RankLoad(in.i64(), in.i32(), in.i64(), in.i64()) : null;
   }
 
-  /** A growing big-endian buffer; a string or blob is its length (-1: null) then its bytes. */
+  private static final VarHandle INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+  private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
+  /**
+   * A growing big-endian buffer. A blob is its length (-1: null) then its bytes; a string is a blob the first time a
+   * message holds it, and {@code -2 - k} when it is the message's k-th distinct string again (a delta repeats each
+   * worker id, endpoint, region and policy once per booking).
+   */
   private static final class Out {
     private byte[] buf = new byte[256];
     private int size;
+    private final HashMap<String, Integer> strings = new HashMap<>();
 
     private void room(int n) {
       if (size + n > buf.length) {
@@ -440,15 +474,14 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
 
     void i32(int v) {
       room(4);
-      buf[size++] = (byte) (v >>> 24);
-      buf[size++] = (byte) (v >>> 16);
-      buf[size++] = (byte) (v >>> 8);
-      buf[size++] = (byte) v;
+      INT.set(buf, size, v);
+      size += 4;
     }
 
     void i64(long v) {
-      i32((int) (v >>> 32));
-      i32((int) v);
+      room(8);
+      LONG.set(buf, size, v);
+      size += 8;
     }
 
     void f64(double v) {
@@ -463,7 +496,16 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
     }
 
     void string(String s) {
-      blob(s == null ? null : s.getBytes(StandardCharsets.UTF_8));
+      if (s == null) {
+        i32(-1);
+        return;
+      }
+      Integer seen = strings.putIfAbsent(s, strings.size());
+      if (seen != null) {
+        i32(-2 - seen);
+      } else {
+        blob(s.getBytes(StandardCharsets.UTF_8));
+      }
     }
 
     void blob(byte[] b) {
@@ -479,8 +521,10 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
 
     void longs(long[] values) {
       i32(values.length);
+      room(values.length * 8);
       for (long v : values) {
-        i64(v);
+        LONG.set(buf, size, v);
+        size += 8;
       }
     }
 
@@ -491,6 +535,7 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
 
   private static final class In {
     private final ByteBuffer buf;
+    private final ArrayList<String> strings = new ArrayList<>();
 
     In(byte[] bytes) {
       this.buf = ByteBuffer.wrap(bytes);
@@ -526,8 +571,24 @@ public final class HotPathSerializer extends SerializerWithStringManifest {
     }
 
     String string() {
-      byte[] b = blob();
-      return b == null ? null : new String(b, StandardCharsets.UTF_8);
+      int n = buf.getInt();
+      if (n == -1) {
+        return null;
+      }
+      if (n < -1) {
+        int k = -2 - n;
+        if (k >= strings.size()) {
+          throw new IllegalArgumentException("corrupt HotPathSerializer message: string " + k);
+        }
+        return strings.get(k);
+      }
+      if (n > buf.remaining()) {
+        throw new IllegalArgumentException("corrupt HotPathSerializer message: length " + n);
+      }
+      String s = new String(buf.array(), buf.position(), n, StandardCharsets.UTF_8);
+      buf.position(buf.position() + n);
+      strings.add(s);
+      return s;
     }
 
     byte[] blob() {
