@@ -61,15 +61,20 @@ final class ClusterBench {
   /** A paced run stops issuing (and counts the rate as saturated) above this many Books in flight. */
   private static final int MAX_IN_FLIGHT = 4096;
 
+  /**
+   * {@code warmupMillis}: untimed windows through each path of a side-by-side before it is measured. A relayed Book
+   * runs code the owner's never does (Artery's streams, the serializers, the shard regions): on 2 busy CPUs the JIT
+   * takes seconds to compile it, and a single 200 ms warm-up window measured the interpreter (280 relayed Books/s).
+   */
   record Settings(int workers, int threads, long paceMillis, int[] rates, int viewChanges, int[] callers,
-      int rounds, long windowMillis, int maxCallsPerWindow, int heldBookings, int loadCallers, long holdMillis,
-      long failoverMaxMillis, long afterRecoveryMillis) {
+      int rounds, long windowMillis, int maxCallsPerWindow, long warmupMillis, int heldBookings, int loadCallers,
+      long holdMillis, long failoverMaxMillis, long afterRecoveryMillis) {
     static Settings defaults(boolean quick) {
       return quick
-          ? new Settings(4, 4, 500, new int[] {1_000, 2_000}, 4, new int[] {16}, 1, 200, 2_000, 20, 4, 20,
+          ? new Settings(4, 4, 500, new int[] {1_000, 2_000}, 4, new int[] {16}, 1, 200, 2_000, 3_000, 20, 4, 20,
               30_000, 500)
           : new Settings(4, 4, 10_000, new int[] {1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000}, 100,
-              new int[] {16, 64}, 5, 1_000, 100_000, 200, 8, 20, 60_000, 3_000);
+              new int[] {16, 64}, 5, 1_000, 100_000, 10_000, 200, 8, 20, 60_000, 3_000);
     }
   }
 
@@ -181,8 +186,10 @@ final class ClusterBench {
     int observer = other(region, model.owner());
     ModelClient owner = region.node(model.owner()).cluster().client(model.model());
     List<PacedRow> rows = new ArrayList<>();
-    // warm-up (JIT): the first rate's window would otherwise include the compilation of the Book path
-    paced(owner, s.rates()[0], s.paceMillis() / 2, new Histogram(1, TimeUnit.SECONDS.toNanos(60), 3), pool);
+    // warm-up (JIT): the first rate's window would otherwise include the compilation of the Book path and of the
+    // replication path (Artery, the serializers, the replica's apply)
+    paced(owner, s.rates()[0], Math.max(s.paceMillis() / 2, s.warmupMillis()),
+        new Histogram(1, TimeUnit.SECONDS.toNanos(60), 3), pool);
     boolean saturated = false;
     for (int rate : s.rates()) {
       if (saturated) {
@@ -215,7 +222,7 @@ final class ClusterBench {
     report.heading("View propagation");
     report.paragraph(String.format("The owner (node %d) books and releases at a paced rate (each Book of a fresh "
         + "request id released as soon as it is answered, for %,d ms per rate after a warm-up at the first rate "
-        + "for half as long; achieved = Books answered within "
+        + "for %,d ms (JIT); achieved = Books answered within "
         + "the window; rates double until the achieved rate falls below 95 %% of the target or more than %,d "
         + "Books are in flight: *saturated*, and the last unsaturated rate is the highest the host sustains). A "
         + "watcher thread polls the owner's and node %d's `SelectionView` every 50 µs and keeps, per rank cell, "
@@ -224,7 +231,7 @@ final class ClusterBench {
         + "later one (resolution ≈ the polling interval; the number is model-wide, so one sample may cover "
         + "several changes). *never* = owner values the other node had not reached 1 s after the load stopped. "
         + "Target: p99 ≤ 10 ms.", model.owner() + 1,
-        s.paceMillis(), MAX_IN_FLIGHT, observer + 1));
+        s.paceMillis(), Math.max(s.paceMillis() / 2, s.warmupMillis()), MAX_IN_FLIGHT, observer + 1));
     Report.Table table = new Report.Table("target Books/s", "achieved Books/s", "saturated", "Book+Release p99 (µs)",
         "load records seen", "never", "p50 (µs)", "p99 (µs)", "max (µs)", "target p99 ≤ 10 ms");
     for (PacedRow r : rows) {
@@ -543,11 +550,8 @@ final class ClusterBench {
     Callers.AsyncCall a = booksThrough(first, heldFirst, ids, pool);
     Callers.AsyncCall b = booksThrough(second, heldSecond, ids, pool);
     for (int callers : s.callers()) {
-      // warm-up: one window each
-      Callers.runChainedFor(pool, callers, s.windowMillis(), s.maxCallsPerWindow(), a);
-      releaseAll(firstReleaser, heldFirst);
-      Callers.runChainedFor(pool, callers, s.windowMillis(), s.maxCallsPerWindow(), b);
-      releaseAll(secondReleaser, heldSecond);
+      warmUp(a, firstReleaser, heldFirst, callers, s, pool);
+      warmUp(b, secondReleaser, heldSecond, callers, s, pool);
       List<Callers.Result> firstRuns = new ArrayList<>();
       List<Callers.Result> secondRuns = new ArrayList<>();
       for (int round = 0; round < s.rounds(); round++) {
@@ -572,6 +576,16 @@ final class ClusterBench {
     return rows;
   }
 
+  /** Untimed windows through one path for {@code warmupMillis} (JIT), each window's bookings released after it. */
+  private static void warmUp(Callers.AsyncCall path, ModelClient releaser, Queue<BookingAnswer> held, int callers,
+      Settings s, ExecutorService pool) {
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(s.warmupMillis());
+    do {
+      Callers.runChainedFor(pool, callers, s.windowMillis(), s.maxCallsPerWindow(), path);
+      releaseAll(releaser, held);
+    } while (System.nanoTime() < end);
+  }
+
   private static void nonOwner(Report report, LoopbackRegion region, Placement model, Settings s,
       ExecutorService pool) {
     int relay = other(region, model.owner());
@@ -581,10 +595,11 @@ final class ClusterBench {
     report.heading("Book through a node that does not host the model's actor");
     report.paragraph(String.format("Books alone (each of a fresh request id; the window's bookings released "
             + "through the owner after it, untimed) through the owner's facade (node %d) and through node %d's, "
-            + "whose Books cross to the owner through the shard region; %d rounds of alternating %,d ms windows "
-            + "(at most %,d Books each), median round, range over rounds. Failed: Books answered with an error "
-            + "(every one should book). Target: non-owner ≥ 0.5× the owner's calls/s.", model.owner() + 1,
-        relay + 1, s.rounds(), s.windowMillis(), s.maxCallsPerWindow()));
+            + "whose Books cross to the owner through the shard region; after %,d ms of untimed warm-up windows "
+            + "through each (JIT), %d rounds of alternating %,d ms windows (at most %,d Books each), median round, "
+            + "range over rounds. Failed: Books answered with an error (every one should book). Target: non-owner "
+            + "≥ 0.5× the owner's calls/s.", model.owner() + 1, relay + 1, s.warmupMillis(), s.rounds(),
+        s.windowMillis(), s.maxCallsPerWindow()));
     Report.Table table = new Report.Table("callers", "owner Books/s", "owner CPU µs/Book", "owner failed",
         "non-owner Books/s", "non-owner CPU µs/Book", "non-owner failed", "non-owner ÷ owner", "target ≥ 0.5×",
         "range owner; non-owner");
@@ -606,9 +621,10 @@ final class ClusterBench {
         withReplication, s, pool);
     report.heading("What replication costs the owner");
     report.paragraph(String.format("Two regions of three nodes in this JVM, one with `kvrouter.replication.enabled "
-            + "= off`, one with it on; Books alone through each owner's own facade, in alternating %,d ms windows "
-            + "(%d rounds, median round; each window's bookings released after it, untimed). Target: on ≥ 0.7× "
-            + "off.", s.windowMillis(), s.rounds()));
+            + "= off`, one with it on; Books alone through each owner's own facade, after %,d ms of untimed warm-up "
+            + "windows through each, in alternating %,d ms windows (%d rounds, median round; each window's bookings "
+            + "released after it, untimed). Target: on ≥ 0.7× off.", s.warmupMillis(), s.windowMillis(),
+        s.rounds()));
     Report.Table table = new Report.Table("callers", "off Books/s", "off CPU µs/Book", "on Books/s",
         "on CPU µs/Book", "on ÷ off", "target ≥ 0.7×", "failed off; on", "range off; on");
     for (SideBySide r : rows) {

@@ -393,9 +393,18 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     /** Snapshots sent since the peer last answered; each doubles the wait before the next. */
     int unansweredSnapshots;
     boolean wantsSnapshot;
+    long probeSentAtMillis;
+    /** Probes sent since the peer last answered; each doubles the wait before the next. */
+    int unansweredProbes;
 
     boolean maySnapshot(long nowMillis, long resendAfterMillis) {
       return nowMillis - snapshotSentAtMillis >= resendAfterMillis << Math.min(unansweredSnapshots, 5);
+    }
+
+    /** Silent for {@code resend-after} with a delta unacknowledged, and not probed within its backoff. */
+    boolean wantsProbe(long nowMillis, long resendAfterMillis) {
+      return sentSeq > ackedSeq && nowMillis - waitingSinceMillis >= resendAfterMillis
+          && nowMillis - probeSentAtMillis >= resendAfterMillis << Math.min(unansweredProbes, 5);
     }
 
     void sent(long seq, long nowMillis) {
@@ -414,9 +423,15 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /**
    * Sends what changed since the last flush to every listed peer that is in step, and a full snapshot (as of this
-   * delta) to a peer that is new, asked for one, or has left a delta unacknowledged for {@code resend-after} (at most
-   * one snapshot per peer per {@code resend-after}, twice that after a snapshot the peer did not answer, and so on up
-   * to 32 times: a peer that died is not sent a full copy every few hundred ms until it is removed).
+   * delta) to a peer that is new or asked for one (at most one snapshot per peer per {@code resend-after}, twice that
+   * after a snapshot the peer did not answer, and so on up to 32 times: a peer that died is not sent a full copy every
+   * few hundred ms until it is removed).
+   *
+   * <p>A peer that has left a delta unacknowledged for {@code resend-after} is not sent a snapshot on that ground
+   * alone: it is most often merely slow (a burst of Books fills its inbound stream), and a copy of the whole ledger
+   * made it slower still (relayed Books, whose answers queue behind it on the same connection, stalled for seconds).
+   * Later deltas reach it anyway, and when nothing changed, an empty delta as the next seq ({@link
+   * AdmissionState#replicaProbe}, backed off like snapshots): a peer that missed a delta then sees the gap and asks.
    */
   private void flush() {
     if (!env.replication().enabled()) {
@@ -427,15 +442,24 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     Set<ActorRef<ReplicaNode.Command>> listed = env.peers().others();
     peers.keySet().retainAll(listed);
     long resendAfter = env.replication().resendAfter().toMillis();
+    if (deltas.isEmpty() && peers.values().stream().anyMatch(p -> p.wantsProbe(now, resendAfter))) {
+      deltas = List.of(state.replicaProbe(now));
+      for (PeerProgress progress : peers.values()) {
+        if (progress.wantsProbe(now, resendAfter)) {
+          progress.probeSentAtMillis = now;
+          progress.unansweredProbes++;
+        }
+      }
+    }
     List<ActorRef<ReplicaNode.Command>> behind = new ArrayList<>();
     for (ActorRef<ReplicaNode.Command> peer : listed) {
       PeerProgress progress = peers.get(peer);
-      boolean lagging = progress != null && progress.sentSeq > progress.ackedSeq
-          && now - progress.waitingSinceMillis >= resendAfter;
-      if (progress == null || ((progress.wantsSnapshot || lagging) && progress.maySnapshot(now, resendAfter))) {
+      if (progress == null || (progress.wantsSnapshot && progress.maySnapshot(now, resendAfter))) {
         behind.add(peer);
       } else if (!deltas.isEmpty()) {
-        deltas.forEach(delta -> peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf())));
+        for (ReplicaDelta delta : deltas) {
+          peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf()));
+        }
         progress.sent(state.replicationSeq(), now);
       }
     }
@@ -458,6 +482,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     if (progress != null && m.epoch() == state.epoch() && m.seq() > progress.ackedSeq) {
       progress.ackedSeq = m.seq();
       progress.unansweredSnapshots = 0;
+      progress.unansweredProbes = 0;
       // the peer made progress: its next wait starts now
       progress.waitingSinceMillis = progress.ackedSeq >= progress.sentSeq ? 0 : env.clock().millis();
     }

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.Map;
 import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.receptionist.Receptionist;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.junit.jupiter.api.AfterAll;
@@ -16,8 +17,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The owner's side of the replication stream, seen by a peer the test plays (a probe registered under the region's
- * replica key): a new peer gets a snapshot, then deltas; a peer that leaves a delta unacknowledged gets a snapshot
- * again after {@code resend-after}; a peer that reports a gap gets one too.
+ * replica key): a new peer gets a snapshot, then deltas; a peer that leaves a delta unacknowledged gets no snapshot
+ * for it (a slow peer sent the whole ledger again only fell further behind) but, once nothing else is pending, an
+ * empty delta of the next seq after {@code resend-after}; a peer that reports a gap gets a snapshot.
  */
 class ReplicationProtocolTest {
   private static final Duration WAIT = Duration.ofSeconds(5);
@@ -41,7 +43,7 @@ class ReplicationProtocolTest {
   }
 
   @Test
-  void aNewPeerGetsASnapshotAndASilentOrGappedPeerGetsAnother() {
+  void aNewPeerGetsASnapshotASilentPeerAnEmptyDeltaAndAGappedPeerASnapshot() {
     TestProbe<ReplicaNode.Command> peer = cluster.kit.createTestProbe();
     String region = Cluster.get(cluster.kit.system()).selfMember().dataCenter();
     cluster.kit.system().receptionist().tell(Receptionist.register(ReplicaNode.serviceKey(region), peer.getRef()));
@@ -51,26 +53,35 @@ class ReplicationProtocolTest {
     assertThat(first.chunk().model()).isEqualTo("protocol");
     assertThat(first.chunk().view().workers()).hasSize(1);
 
-    // a change reaches the peer as a delta; unacknowledged, it is followed by a snapshot as of it or later
+    // a change reaches the peer as a delta; left unacknowledged, it is followed by an empty delta (the next seq),
+    // never by a snapshot
     join(client.register(TestCluster.worker("w2"), null));
     ReplicaNode.Delta delta = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message ->
         message instanceof ReplicaNode.Delta d && d.delta().view() != null
             && d.delta().view().workers().size() == 2 ? FishingOutcomes.complete()
             : FishingOutcomes.continueAndIgnore()).get(0);
     assertThat(delta.delta().seq()).isGreaterThan(first.chunk().seq());
-    ReplicaNode.Chunk resent = nextSnapshot(peer);
-    assertThat(resent.chunk().seq()).isGreaterThanOrEqualTo(delta.delta().seq());
-    assertThat(resent.chunk().view().workers()).hasSize(2);
+    ReplicaNode.Delta probe = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message -> {
+      if (message instanceof ReplicaNode.Chunk) {
+        return FishingOutcomes.fail("a silent peer was sent a snapshot");
+      }
+      return message instanceof ReplicaNode.Delta d && d.delta().seq() > delta.delta().seq()
+          && d.delta().view() == null && d.delta().loads().isEmpty() && d.delta().opened().isEmpty()
+          ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore();
+    }).get(0);
+    assertThat(probe.delta().closed()).isEmpty();
+    assertThat(probe.delta().changed()).isEmpty();
 
     // the peer acknowledges everything, then reports a gap: a snapshot follows
-    resent.owner().tell(new ModelAdmission.ReplicaAck(peer.getRef(), resent.chunk().epoch(), resent.chunk().seq()));
+    ActorRef<ModelAdmission.Command> owner = probe.owner();
+    owner.tell(new ModelAdmission.ReplicaAck(peer.getRef(), probe.delta().epoch(), probe.delta().seq()));
     join(client.setPolicy("least_in_flight", Map.of(), null));
     ReplicaNode.Delta policy = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message ->
         message instanceof ReplicaNode.Delta d && d.delta().view() != null
             && d.delta().view().policy().equals("least_in_flight") ? FishingOutcomes.complete()
             : FishingOutcomes.continueAndIgnore()).get(0);
-    resent.owner().tell(new ModelAdmission.ReplicaAck(peer.getRef(), policy.delta().epoch(), policy.delta().seq()));
-    resent.owner().tell(new ModelAdmission.SnapshotWanted(peer.getRef(), policy.delta().epoch()));
+    owner.tell(new ModelAdmission.ReplicaAck(peer.getRef(), policy.delta().epoch(), policy.delta().seq()));
+    owner.tell(new ModelAdmission.SnapshotWanted(peer.getRef(), policy.delta().epoch()));
     ReplicaNode.Chunk healed = (ReplicaNode.Chunk) peer.fishForMessage(WAIT, message ->
         message instanceof ReplicaNode.Chunk chunk && chunk.chunk().seq() >= policy.delta().seq()
             ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore()).get(0);

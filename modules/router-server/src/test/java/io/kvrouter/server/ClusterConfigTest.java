@@ -17,6 +17,14 @@ class ClusterConfigTest {
   }
 
   @Test
+  void theSchedulerTicksFinerThanTheReplicationFlushInterval() {
+    Config config = load("");
+    // a timer fires on a tick: a coarser tick would delay every replication flush past its interval
+    assertThat(config.getDuration("pekko.scheduler.tick-duration"))
+        .isLessThan(config.getDuration("kvrouter.replication.interval"));
+  }
+
+  @Test
   void seedNodesBecomePekkoSeedNodesInOrderAndTurnJoinSelfOff() {
     Config config = load("kvrouter.cluster.seed-nodes = \" 127.0.0.1:25521, 10.0.0.7:25520 ,[::1]:2552\"");
 

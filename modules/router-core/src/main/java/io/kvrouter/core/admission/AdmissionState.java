@@ -215,6 +215,11 @@ public final class AdmissionState {
         maxDeltaBytes);
   }
 
+  /** An empty delta as the next seq, when nothing is pending: see {@link ReplicationLog#probe}. */
+  public ReplicaDelta replicaProbe(long nowMillis) {
+    return replication.probe(nowMillis, ledger.highestAttempt());
+  }
+
   /**
    * A full copy as of the last drained seq, in chunks of at most {@code maxChunkBytes} estimated bytes
    * ({@link SnapshotChunks}). Callers drain first: changes not yet drained would be in the copy and again in the

@@ -167,6 +167,19 @@ public final class ReplicationLog {
     return pieces.deltas;
   }
 
+  /**
+   * A delta that changes nothing, as the next seq: sent when a peer has been silent, it lets a peer that missed the
+   * last deltas see the gap (and ask for a snapshot) while a peer that is merely slow just acknowledges it. Call it only
+   * when {@link #hasChanges} is false (a pending change would be skipped).
+   */
+  public ReplicaDelta probe(long nowMillis, long highestAttempt) {
+    if (hasChanges()) {
+      throw new IllegalStateException("drain the pending changes instead of probing");
+    }
+    return new ReplicaDelta(model, epoch, ++seq, nowMillis, null, List.of(), List.of(), List.of(), List.of(),
+        highestAttempt);
+  }
+
   /** The deltas of one drain, filled in order and cut when the next item would pass the budget. */
   private final class Pieces {
     final long nowMillis;
