@@ -21,6 +21,11 @@ import org.apache.pekko.actor.typed.pubsub.Topic;
  * publish on the cluster-wide topic {@value #TOPIC}. Read on gRPC threads (global calls, state); written by this
  * node's {@link #listener}. At-most-once is enough: summaries are periodic, and a pool not heard of for
  * {@code stale-after} is stale.
+ *
+ * <p>The pool a global call goes to is chosen ahead of the calls, not by them: again whenever a summary arrives or
+ * this node counts a Book it relayed, and on the listener's sweep every quarter of {@code stale-after} (so a silent
+ * pool ranks as stale at most that much later than {@code stale-after}). A global Select then costs one map lookup
+ * more than a regional one: no clock read, no walk over the regions.
  */
 public final class PoolSummaries {
   public static final String TOPIC = "kvrouter-pools";
@@ -28,7 +33,13 @@ public final class PoolSummaries {
   /** A summary on the topic. */
   public record Published(PoolSummary summary) implements CborSerializable {}
 
-  private final Map<String, Map<String, PoolSummary>> byModel = new ConcurrentHashMap<>();
+  /** A model's pools by region, and the one global calls go to. */
+  private static final class ModelPools {
+    final Map<String, PoolSummary> byRegion = new ConcurrentHashMap<>();
+    volatile PoolSummary chosen;
+  }
+
+  private final Map<String, ModelPools> byModel = new ConcurrentHashMap<>();
   private final LongSupplier millis;
   private final long staleAfterMillis;
   private final long forgetAfterMillis;
@@ -49,45 +60,57 @@ public final class PoolSummaries {
 
   /** Keeps a summary unless this node heard a newer one of its pool; a pool without workers is dropped. */
   void heard(PoolSummary summary) {
-    Map<String, PoolSummary> pools = byModel.computeIfAbsent(summary.model(), m -> new ConcurrentHashMap<>());
+    ModelPools model = byModel.computeIfAbsent(summary.model(), m -> new ModelPools());
     PoolSummary heard = summary.heardAt(millis.getAsLong());
-    pools.compute(summary.region(), (region, known) -> {
+    model.byRegion.compute(summary.region(), (region, known) -> {
       if (known != null && (known.epoch() > summary.epoch()
           || (known.epoch() == summary.epoch() && known.sequence() >= summary.sequence()))) {
         return known;
       }
       return summary.workers() > 0 ? heard : null;
     });
-    if (pools.isEmpty()) {
-      byModel.remove(summary.model(), pools);
+    rechoose(model);
+    if (model.byRegion.isEmpty()) {
+      byModel.remove(summary.model(), model);
     }
   }
 
   /** This node relayed a Book of {@code islTokens} to the pool: count it until the pool's next summary. */
   public void booked(String model, String region, int islTokens) {
-    Map<String, PoolSummary> pools = byModel.get(model);
+    ModelPools pools = byModel.get(model);
     if (pools != null) {
-      pools.computeIfPresent(region, (r, known) -> known.plusBooking(islTokens));
+      pools.byRegion.computeIfPresent(region, (r, known) -> known.plusBooking(islTokens));
+      rechoose(pools);
     }
   }
 
-  /** Drops pools not heard of for {@code forget-after}. */
-  void forgetSilent() {
+  /** Drops pools not heard of for {@code forget-after} and chooses every model's pool again. */
+  void sweep() {
     long now = millis.getAsLong();
-    byModel.values().forEach(pools -> pools.values().removeIf(p -> p.ageMillis(now) > forgetAfterMillis));
-    byModel.values().removeIf(Map::isEmpty);
+    byModel.values().forEach(pools -> {
+      pools.byRegion.values().removeIf(p -> p.ageMillis(now) > forgetAfterMillis);
+      rechoose(pools);
+    });
+    byModel.values().removeIf(pools -> pools.byRegion.isEmpty());
+  }
+
+  private void rechoose(ModelPools pools) {
+    pools.chosen = PoolChooser.choose(pools.byRegion.values(), millis.getAsLong(), staleAfterMillis);
   }
 
   /** The pools of a model this node knows, in no particular order. */
   public Collection<PoolSummary> pools(String model) {
-    Map<String, PoolSummary> pools = byModel.get(model);
-    return pools == null ? List.of() : pools.values();
+    ModelPools pools = byModel.get(model);
+    return pools == null ? List.of() : pools.byRegion.values();
   }
 
-  /** The pool a global call for {@code model} goes to ({@link PoolChooser}), or null when none has workers. */
+  /**
+   * The pool a global call for {@code model} goes to ({@link PoolChooser}, as of the last summary, relayed Book or
+   * sweep), or null when none has workers.
+   */
   public PoolSummary choose(String model) {
-    Map<String, PoolSummary> pools = byModel.get(model);
-    return pools == null ? null : PoolChooser.choose(pools.values(), millis.getAsLong(), staleAfterMillis);
+    ModelPools pools = byModel.get(model);
+    return pools == null ? null : pools.chosen;
   }
 
   /** The regions whose pools of {@code model} have workers, by name. */
@@ -110,7 +133,7 @@ public final class PoolSummaries {
     INSTANCE
   }
 
-  /** Subscribes to the topic and keeps what it hears; forgets silent pools every {@code sweepInterval}. */
+  /** Subscribes to the topic and keeps what it hears; {@link #sweep}s every {@code sweepInterval}. */
   static Behavior<ListenerCommand> listener(PoolSummaries summaries, ActorRef<Topic.Command<Published>> topic,
       Duration sweepInterval) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> {
@@ -122,7 +145,7 @@ public final class PoolSummaries {
             return Behaviors.same();
           })
           .onMessageEquals(Sweep.INSTANCE, () -> {
-            summaries.forgetSilent();
+            summaries.sweep();
             return Behaviors.same();
           })
           .build();

@@ -148,7 +148,8 @@ public final class RouterCluster {
     ActorRef<Topic.Command<PoolSummaries.Published>> poolTopic = system.systemActorOf(
         Topic.create(PoolSummaries.Published.class, PoolSummaries.TOPIC), "kvrouter-pools-topic", Props.empty());
     PoolSummaries pools = new PoolSummaries(clock::millis, regionsConfig);
-    system.systemActorOf(PoolSummaries.listener(pools, poolTopic, regionsConfig.staleAfter()), "kvrouter-pools",
+    system.systemActorOf(PoolSummaries.listener(pools, poolTopic, regionsConfig.staleAfter().dividedBy(4)),
+        "kvrouter-pools",
         Props.empty());
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
         config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress, decisions::of,
