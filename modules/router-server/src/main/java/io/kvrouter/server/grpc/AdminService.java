@@ -14,6 +14,7 @@ import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.cluster.RouterCluster;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import io.kvrouter.server.metrics.RouterMetrics;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
 /**
@@ -23,15 +24,17 @@ import org.apache.pekko.grpc.javadsl.Metadata;
 public final class AdminService implements AdminPowerApi {
   private final RouterCluster cluster;
   private final ProtoMapping mapping;
+  private final RouterMetrics metrics;
 
-  public AdminService(RouterCluster cluster, ProtoMapping mapping) {
+  public AdminService(RouterCluster cluster, ProtoMapping mapping, RouterMetrics metrics) {
     this.cluster = cluster;
     this.mapping = mapping;
+    this.metrics = metrics;
   }
 
   @Override
   public CompletionStage<PolicySet> setPolicy(SetPolicyRequest in, Metadata metadata) {
-    return Calls.guard(() -> {
+    return Calls.counted(metrics, "SetPolicy", () -> {
       mapping.validate(in);
       return cluster.client(in.getModel())
           .setPolicy(in.getPolicy(), in.getParametersMap(), Deadlines.remaining(metadata))
@@ -42,12 +45,14 @@ public final class AdminService implements AdminPowerApi {
 
   @Override
   public CompletionStage<ModelState> getModelState(ModelStateRequest in, Metadata metadata) {
-    return Calls.guard(() -> ModelStates.read(cluster, in.getModel(), Deadlines.remaining(metadata)));
+    return Calls.counted(metrics, "GetModelState",
+        () -> ModelStates.read(cluster, in.getModel(), Deadlines.remaining(metadata)));
   }
 
   @Override
   public CompletionStage<ExplainReply> explainRecent(ExplainRequest in, Metadata metadata) {
-    return Explanations.read(cluster, in.getModel(), Explanations.limit(in.getLimit()), Deadlines.remaining(metadata));
+    return Calls.counted(metrics, "ExplainRecent", () -> Explanations.read(cluster, in.getModel(),
+        Explanations.limit(in.getLimit()), Deadlines.remaining(metadata)));
   }
 
   @Override

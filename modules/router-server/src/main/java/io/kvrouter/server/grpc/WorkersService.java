@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import io.kvrouter.server.metrics.RouterMetrics;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
 /**
@@ -36,15 +37,17 @@ import org.apache.pekko.grpc.javadsl.Metadata;
 public final class WorkersService implements WorkersPowerApi {
   private final RouterCluster cluster;
   private final ProtoMapping mapping;
+  private final RouterMetrics metrics;
 
-  public WorkersService(RouterCluster cluster, ProtoMapping mapping) {
+  public WorkersService(RouterCluster cluster, ProtoMapping mapping, RouterMetrics metrics) {
     this.cluster = cluster;
     this.mapping = mapping;
+    this.metrics = metrics;
   }
 
   @Override
   public CompletionStage<Registered> register(WorkerRegistration in, Metadata metadata) {
-    return Calls.guard(() -> {
+    return Calls.counted(metrics, "Register", () -> {
       WorkerConfig config = mapping.toWorkerConfig(in, cluster.region());
       // a worker of another region joins that region's pool, through its admission actor
       CompletionStage<io.kvrouter.core.admission.Registered> registered = config.region().equals(cluster.region())
@@ -58,7 +61,7 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<Deregistered> deregister(WorkerKey in, Metadata metadata) {
-    return Calls.guard(() -> {
+    return Calls.counted(metrics, "Deregister", () -> {
       RequestLimits.requireModel(in.getModel());
       RequestLimits.requireWorkerId(in.getWorkerId());
       return cluster.client(in.getModel()).deregister(in.getWorkerId(), Deadlines.remaining(metadata))
@@ -69,7 +72,7 @@ public final class WorkersService implements WorkersPowerApi {
 
   @Override
   public CompletionStage<LoadAck> reportLoad(LoadReport in, Metadata metadata) {
-    return Calls.guard(() -> {
+    return Calls.counted(metrics, "ReportLoad", () -> {
       mapping.validate(in);
       List<RankReport> ranks = new ArrayList<>(in.getRanksCount());
       for (RankLoadReport r : in.getRanksList()) {
@@ -87,7 +90,7 @@ public final class WorkersService implements WorkersPowerApi {
    */
   @Override
   public CompletionStage<KvEventAck> publishKvEvents(KvEventBatch in, Metadata metadata) {
-    return Calls.guard(() -> {
+    return Calls.counted(metrics, "PublishKvEvents", () -> {
       mapping.validate(in);
       List<KvEventRecord> events = new ArrayList<>(in.getEventsCount());
       for (KvEvent event : in.getEventsList()) {

@@ -139,7 +139,7 @@ public final class RouterMetrics {
   public void rejected(String method, Throwable failure) {
     Rejection rejection = Rejection.of(failure);
     Counter.builder("kvrouter.rejections")
-        .description("Router calls answered with an error, by method, gRPC status and kvrouter-reason")
+        .description("gRPC calls (Router, Workers, Admin) answered with an error, by method, gRPC status and kvrouter-reason")
         .tags(Tags.of("method", method, "status", rejection.status(), "reason", rejection.reason()))
         .register(registry).increment();
   }

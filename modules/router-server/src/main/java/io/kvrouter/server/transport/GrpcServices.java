@@ -20,7 +20,7 @@ public record GrpcServices(RouterService router, WorkersService workers, AdminSe
   public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving,
       RouterMetrics metrics) {
     ProtoMapping mapping = new ProtoMapping(limits);
-    return new GrpcServices(new RouterService(cluster, mapping, metrics), new WorkersService(cluster, mapping),
-        new AdminService(cluster, mapping), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving));
+    return new GrpcServices(new RouterService(cluster, mapping, metrics), new WorkersService(cluster, mapping, metrics),
+        new AdminService(cluster, mapping, metrics), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving));
   }
 }

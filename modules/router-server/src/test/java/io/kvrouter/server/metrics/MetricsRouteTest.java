@@ -11,6 +11,7 @@ import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.KvEvent;
 import io.kvrouter.api.v1.KvEventBatch;
 import io.kvrouter.api.v1.KvStored;
+import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.StoredBlock;
@@ -68,6 +69,10 @@ class MetricsRouteTest {
     failure(router.router.book(request("nobody", "y")));
     assertThat(join(router.router.release(BookingRef.newBuilder().setModel("nobody").setRequestId("z")
         .setAttempt(1).build())).getApplied()).isFalse();
+    // Workers and Admin calls answered with an error are counted too
+    failure(router.workers.register(worker(MODEL, "").build()));
+    failure(router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("fastest").build()));
+    failure(router.admin.getModelState(ModelStateRequest.newBuilder().setModel("nobody").build()));
 
     Scrape scrape = scrape();
 
@@ -95,6 +100,12 @@ class MetricsRouteTest {
         Map.of("method", "Select", "status", "NOT_FOUND", "reason", "UNKNOWN_MODEL"))).isEqualTo(1);
     assertThat(scrape.value("kvrouter_rejections_total",
         Map.of("method", "Book", "status", "NOT_FOUND", "reason", "UNKNOWN_MODEL"))).isEqualTo(1);
+    assertThat(scrape.value("kvrouter_rejections_total",
+        Map.of("method", "Register", "status", "INVALID_ARGUMENT", "reason", "EMPTY_WORKER_ID"))).isEqualTo(1);
+    assertThat(scrape.value("kvrouter_rejections_total",
+        Map.of("method", "GetModelState", "status", "NOT_FOUND", "reason", "UNKNOWN_MODEL"))).isEqualTo(1);
+    assertThat(scrape.lines()).anyMatch(line -> line.startsWith("kvrouter_rejections_total")
+        && line.contains("method=\"SetPolicy\"") && line.contains("status=\"INVALID_ARGUMENT\""));
     // a Release of an unknown model is answered (applied = false), not rejected, and adds no model series
     assertThat(scrape.lines()).noneMatch(line -> line.contains("nobody"));
     assertThat(scrape.value("kvrouter_cluster_members", Map.of("region", "default", "status", "up"))).isEqualTo(1);
