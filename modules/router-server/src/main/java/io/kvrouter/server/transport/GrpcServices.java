@@ -15,12 +15,13 @@ import java.util.Set;
 import java.util.function.BooleanSupplier;
 
 /** The one implementation of the contract, four service objects that either binding serves. */
-public record GrpcServices(RouterService router, WorkersService workers, AdminService admin, HealthService health) {
+public record GrpcServices(RouterService router, WorkersService workers, AdminService admin, HealthService health,
+    RouterMetrics metrics) {
 
   public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving,
       RouterMetrics metrics) {
     ProtoMapping mapping = new ProtoMapping(limits);
     return new GrpcServices(new RouterService(cluster, mapping, metrics), new WorkersService(cluster, mapping, metrics),
-        new AdminService(cluster, mapping, metrics), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving));
+        new AdminService(cluster, mapping, metrics), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving), metrics);
   }
 }

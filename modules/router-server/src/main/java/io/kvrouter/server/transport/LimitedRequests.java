@@ -13,6 +13,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.server.grpc.StatusMapping;
+import io.kvrouter.server.metrics.RouterMetrics;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -29,11 +30,12 @@ import org.apache.pekko.actor.ActorSystem;
 final class LimitedRequests {
   private LimitedRequests() {}
 
-  static ServerServiceDefinition rebind(ServerServiceDefinition service, long limit, ActorSystem system) {
+  static ServerServiceDefinition rebind(ServerServiceDefinition service, long limit, ActorSystem system,
+      RouterMetrics metrics) {
     ServiceDescriptor original = service.getServiceDescriptor();
     ServiceDescriptor.Builder descriptor = ServiceDescriptor.newBuilder(original.getName())
         .setSchemaDescriptor(original.getSchemaDescriptor());
-    var methods = service.getMethods().stream().map(method -> limited(method, limit, system)).toList();
+    var methods = service.getMethods().stream().map(method -> limited(method, limit, system, metrics)).toList();
     methods.forEach(method -> descriptor.addMethod(method.getMethodDescriptor()));
     ServerServiceDefinition.Builder definition = ServerServiceDefinition.builder(descriptor.build());
     methods.forEach(definition::addMethod);
@@ -41,14 +43,14 @@ final class LimitedRequests {
   }
 
   private static <Req, Resp> ServerMethodDefinition<Inbound<Req>, Resp> limited(
-      ServerMethodDefinition<Req, Resp> method, long limit, ActorSystem system) {
+      ServerMethodDefinition<Req, Resp> method, long limit, ActorSystem system, RouterMetrics metrics) {
     MethodDescriptor<Req, Resp> generated = method.getMethodDescriptor();
     MethodDescriptor<Inbound<Req>, Resp> descriptor = generated.toBuilder(
         new LimitedMarshaller<>(generated.getRequestMarshaller(), limit), generated.getResponseMarshaller()).build();
     ServerCallHandler<Req, Resp> handler = method.getServerCallHandler();
     return ServerMethodDefinition.create(descriptor,
         (call, headers) -> new Unwrapping<>(call, handler.startCall(new Unwrapped<>(call, generated), headers),
-            system));
+            system, metrics));
   }
 
   /** A request message, or (message null) why it was not accepted. */
@@ -102,12 +104,15 @@ final class LimitedRequests {
     private final ServerCall<Inbound<Req>, Resp> call;
     private final ServerCall.Listener<Req> delegate;
     private final ActorSystem system;
+    private final RouterMetrics metrics;
     private boolean rejected;
 
-    Unwrapping(ServerCall<Inbound<Req>, Resp> call, ServerCall.Listener<Req> delegate, ActorSystem system) {
+    Unwrapping(ServerCall<Inbound<Req>, Resp> call, ServerCall.Listener<Req> delegate, ActorSystem system,
+        RouterMetrics metrics) {
       this.call = call;
       this.delegate = delegate;
       this.system = system;
+      this.metrics = metrics;
     }
 
     @Override
@@ -117,6 +122,7 @@ final class LimitedRequests {
       }
       if (message.rejection() != null) {
         rejected = true;
+        metrics.rejected(call.getMethodDescriptor().getBareMethodName(), message.rejection().toException());
         StatusRuntimeException status = StatusMapping.toStatusException(message.rejection().toException(), system);
         call.close(status.getStatus(), status.getTrailers() == null ? new Metadata() : status.getTrailers());
         return;

@@ -70,11 +70,11 @@ final class NettyBinding {
       LateCancels lateCancels = new LateCancels(settings.lateCancelWindow(), LATE_CANCEL_STREAMS);
       builder.protocolNegotiator(lateCancels.around(negotiator)).addStreamTracerFactory(lateCancels.tracers());
     }
-    Optional<ServerInterceptor> auth = settings.auth().map(tokens -> tokens.interceptor(system.classicSystem()));
+    Optional<ServerInterceptor> auth = settings.auth().map(tokens -> tokens.interceptor(system.classicSystem(), services.metrics()));
     for (ServerServiceDefinition service : List.of(RouterGrpc.bindService(calls), WorkersGrpc.bindService(calls),
         AdminGrpc.bindService(calls), HealthGrpc.bindService(calls))) {
       ServerServiceDefinition limited = LimitedRequests.rebind(service, settings.maxMessageBytes(),
-          system.classicSystem());
+          system.classicSystem(), services.metrics());
       boolean guarded = settings.auth().map(tokens -> tokens.guards(service.getServiceDescriptor().getName()))
           .orElse(false);
       // intercepted last, so the token is checked before anything else runs

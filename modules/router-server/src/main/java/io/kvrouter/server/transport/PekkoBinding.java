@@ -40,7 +40,7 @@ final class PekkoBinding {
       server = server.enableHttps(ConnectionContext.httpsServer(settings.tls().get().pekkoEngines()));
     }
     var handler = handler(system, services, settings.maxMessageBytes());
-    return server.bind(settings.auth().map(auth -> auth.around(system.classicSystem(), handler)).orElse(handler))
+    return server.bind(settings.auth().map(auth -> auth.around(system.classicSystem(), services.metrics(), handler)).orElse(handler))
         .thenApply(binding -> {
           binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
           return binding.localAddress();

@@ -16,6 +16,7 @@ import io.kvrouter.core.auth.AccessTokens.Role;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.server.grpc.StatusMapping;
+import io.kvrouter.server.metrics.RouterMetrics;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -120,7 +121,7 @@ public final class TokenAuth {
   }
 
   /** The NETTY binding's check, for each guarded service's definition. */
-  ServerInterceptor interceptor(ActorSystem system) {
+  ServerInterceptor interceptor(ActorSystem system, RouterMetrics metrics) {
     return new ServerInterceptor() {
       @Override
       public <Q, A> ServerCall.Listener<Q> interceptCall(ServerCall<Q, A> call, Metadata headers,
@@ -129,6 +130,7 @@ public final class TokenAuth {
         if (denied == null) {
           return next.startCall(call, headers);
         }
+        metrics.rejected(call.getMethodDescriptor().getBareMethodName(), new RoutingException(denied));
         StatusRuntimeException status = StatusMapping.toStatusException(new RoutingException(denied), system);
         call.close(status.getStatus(), status.getTrailers());
         return new ServerCall.Listener<>() {};
@@ -141,7 +143,7 @@ public final class TokenAuth {
    * {@link StatusMapping} as the generated handlers answer, after its body was read (answering while the client is
    * still sending would reset the stream); the service never sees it.
    */
-  Function<HttpRequest, CompletionStage<HttpResponse>> around(ActorSystem system,
+  Function<HttpRequest, CompletionStage<HttpResponse>> around(ActorSystem system, RouterMetrics metrics,
       Function<HttpRequest, CompletionStage<HttpResponse>> handler) {
     Materializer materializer = Materializer.matFromSystem(system);
     return request -> {
@@ -153,9 +155,18 @@ public final class TokenAuth {
       Optional<CompletionStage<HttpResponse>> refused = GrpcMarshalling.negotiated(request, (reader, writer) ->
           request.discardEntityBytes(materializer).completionStage().thenApply(done ->
               GrpcExceptionHandler.standard(new RoutingException(denied), StatusMapping.handler(), writer, system)));
-      // not a gRPC request: the generated handlers answer it as they do without auth
-      return refused.isPresent() ? refused.get() : handler.apply(request);
+      if (refused.isEmpty()) {
+        return handler.apply(request); // not a gRPC request: the generated handlers answer it as without auth
+      }
+      metrics.rejected(methodOf(request.getUri().path()), new RoutingException(denied));
+      return refused.get();
     };
+  }
+
+  /** {@code /kvrouter.v1.Workers/Register} to {@code Register}. */
+  private static String methodOf(String path) {
+    String method = MethodDescriptor.extractBareMethodName(path.startsWith("/") ? path.substring(1) : path);
+    return method == null ? "" : method;
   }
 
   /** {@code /kvrouter.v1.Workers/Register} to {@code kvrouter.v1.Workers}. */

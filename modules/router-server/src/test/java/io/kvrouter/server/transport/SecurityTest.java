@@ -146,6 +146,10 @@ class SecurityTest {
       StatusRuntimeException state = refused(() -> withToken(AdminGrpc.newBlockingStub(channel), ADMIN)
           .getModelState(ModelStateRequest.newBuilder().setModel(model).build()));
       assertThat(ReasonTrailer.of(state.getTrailers())).isEqualTo(RoutingError.UNKNOWN_MODEL);
+      // the refusals before the services count as rejections of their methods
+      assertThat(router.managementGet("/metrics").body().lines()).anyMatch(line ->
+          line.startsWith("kvrouter_rejections_total{") && line.contains("method=\"Register\"")
+              && line.contains("reason=\"MISSING_TOKEN\"") && line.contains("status=\"UNAUTHENTICATED\""));
     } finally {
       close(channel);
     }
