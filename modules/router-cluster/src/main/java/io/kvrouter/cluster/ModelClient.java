@@ -33,8 +33,11 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiFunction;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.function.UnaryOperator;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -169,8 +172,53 @@ public final class ModelClient {
   public static final class BookCall extends CompletableFuture<BookingAnswer> {
     private final Runnable cancelBook;
 
-    BookCall(Runnable cancelBook) {
+    private BookCall(Runnable cancelBook) {
       this.cancelBook = cancelBook;
+      // a caller that cancels before the answer leaves nothing behind
+      whenComplete((answer, failure) -> {
+        if (isCancelled()) {
+          cancelBook.run();
+        }
+      });
+    }
+
+    /** A Book refused before anything was sent. */
+    static BookCall failed(Throwable failure) {
+      BookCall call = new BookCall(() -> {});
+      call.completeExceptionally(failure);
+      return call;
+    }
+
+    /**
+     * Sends a Book of {@code request} with a fresh nonce through {@code ask} (given the nonce and the ask's timeout,
+     * which ends {@code deadline-margin} before the caller's deadline, or the configured ask timeout without one).
+     * If the ask fails (mapped by {@code onFailure}), or the call is cancelled or abandoned, a CancelBook with the
+     * nonce, sent by {@code tell}, undoes whatever the Book made. An answer goes through {@code onAnswer} to the
+     * caller. A caller with no more time left than the margin has given up already: DEADLINE_EXCEEDED
+     * (DEADLINE_TOO_SHORT), nothing sent.
+     */
+    static BookCall start(SelectionRequest request, Duration remaining, AdmissionConfig config,
+        Consumer<ModelAdmission.Command> tell,
+        BiFunction<Long, Duration, CompletionStage<ModelAdmission.BookReply>> ask,
+        Function<Throwable, Throwable> onFailure, UnaryOperator<BookingAnswer> onAnswer) {
+      RoutingException tooShort = config.deadlineTooShort(remaining);
+      if (tooShort != null) {
+        return failed(tooShort);
+      }
+      long nonce = ThreadLocalRandom.current().nextLong();
+      BookCall call = new BookCall(() -> tell.accept(new ModelAdmission.CancelBook(request.requestId(), nonce)));
+      ask.apply(nonce, config.askTimeout(remaining)).whenComplete((reply, failure) -> {
+        if (failure != null) {
+          call.cancelBook.run();
+          call.completeExceptionally(onFailure.apply(failure));
+        } else if (reply.error() != null) {
+          call.completeExceptionally(reply.error().toException());
+        } else if (!call.complete(onAnswer.apply(reply.answer()))) {
+          // the caller cancelled while the ask was in flight: undo the booking made for it
+          call.cancelBook.run();
+        }
+      });
+      return call;
     }
 
     /**
@@ -185,46 +233,19 @@ public final class ModelClient {
   }
 
   /**
-   * Books {@code request} through the admission actor. The ask ends {@code deadline-margin} before the caller's
-   * deadline (or after the configured ask timeout without one); if it times out, or the returned future is cancelled
-   * or abandoned, a CancelBook with this call's nonce undoes whatever the Book made. A caller with no more time left
-   * than the margin has given up already: it is rejected with DEADLINE_EXCEEDED (DEADLINE_TOO_SHORT), no ask sent.
+   * Books {@code request} through the admission actor ({@link BookCall#start}: the ask's timeout, CancelBook on a
+   * timeout, cancel or abandon, DEADLINE_TOO_SHORT); the answer's load record is applied to this node's view first.
    *
    * @param remaining the caller's remaining deadline, or null when it sent none
    */
   public BookCall book(SelectionRequest request, Duration remaining) {
-    long nonce = ThreadLocalRandom.current().nextLong();
-    BookCall result = new BookCall(() -> tell(new ModelAdmission.CancelBook(request.requestId(), nonce)));
     if (!isKnown()) {
-      result.completeExceptionally(RoutingError.unknownModel(model).toException());
-      return result;
+      return BookCall.failed(RoutingError.unknownModel(model).toException());
     }
-    RoutingException tooShort = config.deadlineTooShort(remaining);
-    if (tooShort != null) {
-      result.completeExceptionally(tooShort);
-      return result;
-    }
-    Duration timeout = askTimeout(remaining);
-    long deadlineMillis = clock.millis() + timeout.toMillis();
-    this.<ModelAdmission.BookReply>send(replyTo -> new ModelAdmission.Book(request, nonce, deadlineMillis, replyTo),
-            timeout)
-        .whenCompleteAsync((reply, failure) -> {
-          if (failure != null) {
-            result.cancelBook.run();
-            result.completeExceptionally(mapFailure(failure, remaining));
-          } else if (reply.error() != null) {
-            result.completeExceptionally(reply.error().toException());
-          } else if (!result.complete(applied(reply.answer()))) {
-            // the caller cancelled while the ask was in flight: undo the booking made for it
-            result.cancelBook.run();
-          }
-        }, SAME_THREAD);
-    result.whenComplete((answer, failure) -> {
-      if (result.isCancelled()) {
-        result.cancelBook.run();
-      }
-    });
-    return result;
+    return BookCall.start(request, remaining, config, this::tell,
+        (nonce, timeout) -> this.<ModelAdmission.BookReply>send(replyTo -> new ModelAdmission.Book(request, nonce,
+            clock.millis() + timeout.toMillis(), replyTo), timeout),
+        failure -> mapFailure(failure, remaining), this::applied);
   }
 
   public CompletionStage<MutationResult> release(String requestId, long attempt, Duration remaining) {

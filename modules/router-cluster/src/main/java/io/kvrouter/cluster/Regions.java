@@ -15,7 +15,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -106,50 +105,19 @@ public final class Regions {
    * Book made there.
    */
   public ModelClient.BookCall book(String region, SelectionRequest request, Duration remaining) {
-    long nonce = ThreadLocalRandom.current().nextLong();
     String model = request.model();
-    AtomicReference<EntityRef<ModelAdmission.Command>> target = new AtomicReference<>();
-    Runnable cancelBook = () -> {
-      EntityRef<ModelAdmission.Command> entity = target.get();
-      if (entity != null) {
-        entity.tell(new ModelAdmission.CancelBook(request.requestId(), nonce));
-      }
-    };
-    ModelClient.BookCall result = new ModelClient.BookCall(cancelBook);
-    RoutingException tooShort = admission.deadlineTooShort(remaining);
-    if (tooShort != null) {
-      result.completeExceptionally(tooShort);
-      return result;
-    }
+    EntityRef<ModelAdmission.Command> target;
     try {
-      target.set(entity(region, model));
+      target = entity(region, model);
     } catch (RoutingException e) {
-      result.completeExceptionally(e);
-      return result;
+      return ModelClient.BookCall.failed(e);
     }
     // the other region's admission clock is not this node's: the ask's timeout bounds the call (0: no queue deadline)
-    relay(region, model, target.get().<ModelAdmission.BookReply>ask(
-        replyTo -> new ModelAdmission.Book(request, nonce, 0, replyTo), admission.askTimeout(remaining)), reply -> {
-          if (reply.error() != null) {
-            throw reply.error().toException();
-          }
-          return reply.answer();
-        }).whenComplete((answer, failure) -> {
-          if (failure != null) {
-            cancelBook.run();
-            result.completeExceptionally(failure);
-          } else if (result.complete(answer)) {
-            pools.booked(model, region, request.islTokens());
-          } else {
-            cancelBook.run(); // the caller cancelled while the ask was in flight
-          }
-        });
-    result.whenComplete((answer, failure) -> {
-      if (result.isCancelled()) {
-        cancelBook.run();
-      }
-    });
-    return result;
+    ModelClient.BookCall call = ModelClient.BookCall.start(request, remaining, admission, target::tell,
+        (nonce, timeout) -> target.ask(replyTo -> new ModelAdmission.Book(request, nonce, 0, replyTo), timeout),
+        failure -> unreachableIfTimeout(region, model, failure), answer -> answer);
+    call.thenRun(() -> pools.booked(model, region, request.islTokens()));
+    return call;
   }
 
   public CompletionStage<MutationResult> release(String region, String model, String requestId, long attempt,
@@ -200,12 +168,8 @@ public final class Regions {
       Function<R, T> onReply) {
     CompletableFuture<T> result = new CompletableFuture<>();
     ask.whenComplete((reply, failure) -> {
-      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-          ? failure.getCause() : failure;
-      if (cause instanceof TimeoutException) {
-        result.completeExceptionally(unreachable(region, model, "did not answer in time").toException());
-      } else if (cause != null) {
-        result.completeExceptionally(cause);
+      if (failure != null) {
+        result.completeExceptionally(unreachableIfTimeout(region, model, failure));
       } else {
         try {
           result.complete(onReply.apply(reply));
@@ -237,6 +201,14 @@ public final class Regions {
       return Boolean.TRUE;
     });
     return sharding.entityRefFor(ModelAdmission.ENTITY_KEY, model, region);
+  }
+
+  /** An ask's failure: REGION_UNREACHABLE for its timeout, else its cause. */
+  private static Throwable unreachableIfTimeout(String region, String model, Throwable failure) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    return cause instanceof TimeoutException ? unreachable(region, model, "did not answer in time").toException()
+        : cause;
   }
 
   private static RoutingError unreachable(String region, String model, String what) {
