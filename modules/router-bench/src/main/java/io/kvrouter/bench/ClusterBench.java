@@ -4,7 +4,7 @@ import io.kvrouter.cluster.ModelClient;
 import io.kvrouter.cluster.ViewRegistry;
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.MutationResult;
-import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.SelectionView;

@@ -2,7 +2,7 @@ package io.kvrouter.cluster;
 
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.replication.ModelReplica;
-import io.kvrouter.core.admission.RecoveredState;
+import io.kvrouter.core.replication.RecoveredState;
 import io.kvrouter.core.selection.KvOverlapSource;
 import java.util.ArrayList;
 import java.util.Comparator;

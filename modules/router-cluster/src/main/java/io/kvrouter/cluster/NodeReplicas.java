@@ -1,7 +1,7 @@
 package io.kvrouter.cluster;
 
 import io.kvrouter.core.replication.Staleness;
-import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.selection.SelectionView;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

@@ -2,7 +2,7 @@ package io.kvrouter.cluster;
 
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.MutationResult;
-import io.kvrouter.core.admission.Registered;
+import io.kvrouter.core.membership.Registered;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.model.WorkerConfig;

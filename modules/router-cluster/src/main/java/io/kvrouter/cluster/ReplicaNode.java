@@ -2,10 +2,10 @@ package io.kvrouter.cluster;
 
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.replication.ModelReplica;
-import io.kvrouter.core.admission.ReplicaDelta;
-import io.kvrouter.core.admission.SnapshotChunk;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.SnapshotChunk;
 import io.kvrouter.core.replication.Staleness;
-import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.selection.KvOverlapSource;
 import java.time.Duration;
 import java.util.HashMap;

@@ -10,7 +10,7 @@ import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.policy.PickerState;
-import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;

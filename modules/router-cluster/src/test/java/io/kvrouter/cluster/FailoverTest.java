@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.ModelSnapshot;
-import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionView;

@@ -7,7 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.ModelSnapshot;
-import io.kvrouter.core.admission.Registered;
+import io.kvrouter.core.membership.Registered;
 import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;

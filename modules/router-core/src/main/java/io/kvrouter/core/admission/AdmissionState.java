@@ -1,5 +1,16 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.membership.Membership;
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.membership.RankReport;
+import io.kvrouter.core.membership.Registered;
+import io.kvrouter.core.membership.ViewState;
+import io.kvrouter.core.replication.LedgerSnapshot;
+import io.kvrouter.core.replication.RecoveredState;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.ReplicationLog;
+import io.kvrouter.core.replication.SnapshotChunk;
+import io.kvrouter.core.replication.SnapshotChunks;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.explain.DecisionKind;

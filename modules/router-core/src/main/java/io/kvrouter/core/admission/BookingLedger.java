@@ -1,5 +1,8 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.replication.BookingChange;
+import io.kvrouter.core.replication.LedgerSnapshot;
+import io.kvrouter.core.replication.ReplicationLog;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.SelectionResult;
 import java.util.ArrayList;

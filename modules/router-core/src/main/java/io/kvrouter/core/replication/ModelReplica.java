@@ -1,15 +1,8 @@
 package io.kvrouter.core.replication;
 
-import io.kvrouter.core.admission.BookingChange;
-import io.kvrouter.core.admission.ClosedBooking;
-import io.kvrouter.core.admission.LedgerSnapshot;
-import io.kvrouter.core.admission.Membership;
-import io.kvrouter.core.admission.RankRecord;
-import io.kvrouter.core.admission.RecoveredState;
-import io.kvrouter.core.admission.ReplicaDelta;
-import io.kvrouter.core.admission.SnapshotChunk;
-import io.kvrouter.core.admission.SnapshotChunks;
-import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.membership.Membership;
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.SelectionView;
@@ -285,7 +278,7 @@ public final class ModelReplica {
       return;
     }
     if (membership == null) {
-      membership = Membership.of(state, heartbeatTimeoutMillis, overlap, activePrefix, publisher, null);
+      membership = Membership.of(state, heartbeatTimeoutMillis, overlap, activePrefix, publisher, Membership.Changes.NONE);
       membership.publish();
     } else {
       for (String removed : membership.adopt(state)) {

@@ -1,5 +1,6 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.replication.LedgerSnapshot;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvrouter.core.load.RankLoad;

@@ -1,5 +1,7 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.membership.RankReport;
+import io.kvrouter.core.membership.ViewState;
 import static io.kvrouter.core.Fixtures.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,9 +9,9 @@ import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.replication.ModelReplica;
-import io.kvrouter.core.admission.RankRecord;
-import io.kvrouter.core.admission.RecoveredState;
-import io.kvrouter.core.admission.SnapshotChunk;
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.replication.RecoveredState;
+import io.kvrouter.core.replication.SnapshotChunk;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
 import io.kvrouter.core.testkit.LedgerInvariants;
@@ -81,7 +83,7 @@ class RecoveryTest {
     assertThat(recover(copy).epoch()).as("the clock stood still").isEqualTo(copy.view().epoch() + 1);
     clock.advance(Duration.ofMillis(10));
     assertThat(recover(copy).epoch()).as("the clock is ahead").isEqualTo(clock.millis());
-    RecoveredState future = new RecoveredState(new io.kvrouter.core.admission.ViewState("m",
+    RecoveredState future = new RecoveredState(new io.kvrouter.core.membership.ViewState("m",
         clock.millis() + 5_000, 3, copy.view().workers(), copy.view().policy(), copy.view().parameters()),
         copy.loads(), copy.ledger(), copy.seq());
     assertThat(recover(future).epoch()).as("the recovered epoch is ahead of the clock")

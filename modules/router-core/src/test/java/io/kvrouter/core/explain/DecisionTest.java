@@ -7,7 +7,7 @@ import static org.assertj.core.api.Assertions.within;
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.admission.BookOutcome;
-import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.SelectionRequest;

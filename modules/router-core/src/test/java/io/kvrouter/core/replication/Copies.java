@@ -1,11 +1,9 @@
 package io.kvrouter.core.replication;
 
 import io.kvrouter.core.admission.AdmissionState;
-import io.kvrouter.core.admission.LedgerSnapshot;
 import io.kvrouter.core.admission.ModelSnapshot;
-import io.kvrouter.core.admission.RankRecord;
-import io.kvrouter.core.admission.RecoveredState;
-import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.sequences.ActivePrefixIndex;

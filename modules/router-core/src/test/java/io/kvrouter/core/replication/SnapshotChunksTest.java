@@ -4,12 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvrouter.core.Fixtures;
-import io.kvrouter.core.admission.LedgerSnapshot;
-import io.kvrouter.core.admission.RankRecord;
-import io.kvrouter.core.admission.RecoveredState;
-import io.kvrouter.core.admission.SnapshotChunk;
-import io.kvrouter.core.admission.SnapshotChunks;
-import io.kvrouter.core.admission.ViewState;
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;

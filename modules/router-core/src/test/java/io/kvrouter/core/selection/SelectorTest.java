@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.testkit.ManualClock;
-import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.policy.PickerSlot;

@@ -1,7 +1,7 @@
 package io.kvrouter.core.testkit;
 
 import io.kvrouter.core.admission.AdmissionState;
-import io.kvrouter.core.admission.ReplicaDelta;
+import io.kvrouter.core.replication.ReplicaDelta;
 import java.util.List;
 
 /** Replication helpers for tests that drain one unbounded delta at a time. */

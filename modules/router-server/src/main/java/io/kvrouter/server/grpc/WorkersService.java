@@ -20,7 +20,7 @@ import io.kvrouter.cluster.KvEventFanout;
 import io.kvrouter.cluster.KvEventRecord;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.StorageTier;
-import io.kvrouter.core.admission.RankReport;
+import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.error.RoutingError;
 import java.util.ArrayList;
@@ -50,7 +50,7 @@ public final class WorkersService implements WorkersPowerApi {
     return Calls.counted(metrics, "Register", () -> {
       WorkerConfig config = mapping.toWorkerConfig(in, cluster.region());
       // a worker of another region joins that region's pool, through its admission actor
-      CompletionStage<io.kvrouter.core.admission.Registered> registered = config.region().equals(cluster.region())
+      CompletionStage<io.kvrouter.core.membership.Registered> registered = config.region().equals(cluster.region())
           ? cluster.client(in.getModel()).register(config, Deadlines.remaining(metadata))
           : cluster.regions().register(config, in.getModel(), Deadlines.remaining(metadata));
       return registered

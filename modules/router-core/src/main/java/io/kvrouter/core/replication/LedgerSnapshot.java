@@ -1,4 +1,4 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.replication;
 
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.SelectionResult;

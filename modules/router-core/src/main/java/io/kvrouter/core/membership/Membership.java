@@ -1,4 +1,4 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.membership;
 
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.load.LoadCell;
@@ -27,17 +27,33 @@ import java.util.function.Consumer;
  * configs or policy publishes a new {@link SelectionView} (before the command that caused it is answered). Loads do
  * not republish: they change in the cells the published view shares.
  *
- * <p>The owner's membership changes by commands and tells its {@link ReplicationLog}; a replica's
- * ({@link #of}, without a log) adopts the owner's {@link ViewState}s instead.
+ * <p>The owner's membership changes by commands and tells its {@link Changes} (the replication log); a replica's
+ * ({@link #of} with {@link Changes#NONE}) adopts the owner's {@link ViewState}s instead.
  */
 public final class Membership {
+  /** Who learns what changed: the owner's replication log (a replica's membership tells no one). */
+  public interface Changes {
+    Changes NONE = new Changes() {
+      @Override
+      public void viewChanged() {}
+
+      @Override
+      public void rankChanged(Rank rank) {}
+    };
+
+    /** Membership, configs or policy changed: a new view was published. */
+    void viewChanged();
+
+    /** The rank's load record changed. */
+    void rankChanged(Rank rank);
+  }
+
   private final String model;
   private final long heartbeatTimeoutMillis;
   private final KvOverlapSource overlapSource;
   private final ActivePrefixSource activePrefix;
   private final Consumer<SelectionView> publisher;
-  /** Null on a replica. */
-  private final ReplicationLog log;
+  private final Changes changes;
   private final TreeMap<String, WorkerConfig> workers = new TreeMap<>();
   private final Map<Rank, LoadCell> cells = new HashMap<>();
   private long epoch;
@@ -48,21 +64,21 @@ public final class Membership {
   private SelectionView view;
 
   private Membership(String model, long epoch, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
-      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, ReplicationLog log) {
+      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, Changes changes) {
     this.model = model;
     this.epoch = epoch;
     this.heartbeatTimeoutMillis = heartbeatTimeoutMillis;
     this.overlapSource = overlapSource;
     this.activePrefix = activePrefix;
     this.publisher = publisher;
-    this.log = log;
+    this.changes = changes;
   }
 
   /** A fresh model's membership: no worker, default policy; publishes view version 1 of {@code epoch}. */
-  static Membership fresh(String model, long epoch, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
-      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, ReplicationLog log) {
+  public static Membership fresh(String model, long epoch, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
+      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, Changes changes) {
     Membership membership = new Membership(model, epoch, heartbeatTimeoutMillis, overlapSource, activePrefix,
-        publisher, log);
+        publisher, changes);
     membership.viewVersion = 1;
     membership.publish();
     return membership;
@@ -72,12 +88,12 @@ public final class Membership {
    * The membership {@code state} describes, with fresh cells and a picker of its policy (seeded if the policy names
    * a seed). Nothing is published until {@link #publish()}, so the caller can fill the cells first.
    *
-   * @param log null for a replica
+   * @param changes {@link Changes#NONE} for a replica
    */
   public static Membership of(ViewState state, long heartbeatTimeoutMillis, KvOverlapSource overlapSource,
-      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, ReplicationLog log) {
+      ActivePrefixSource activePrefix, Consumer<SelectionView> publisher, Changes changes) {
     Membership membership = new Membership(state.model(), state.epoch(), heartbeatTimeoutMillis, overlapSource,
-        activePrefix, publisher, log);
+        activePrefix, publisher, changes);
     membership.setState(state);
     return membership;
   }
@@ -86,15 +102,15 @@ public final class Membership {
     return view;
   }
 
-  PolicyConfig policy() {
+  public PolicyConfig policy() {
     return policy;
   }
 
-  long viewVersion() {
+  public long viewVersion() {
     return viewVersion;
   }
 
-  Collection<WorkerConfig> workers() {
+  public Collection<WorkerConfig> workers() {
     return workers.values();
   }
 
@@ -127,7 +143,7 @@ public final class Membership {
   }
 
   /** Adds a worker (validated; identical re-registration is a no-op, a different config a conflict). */
-  Registered register(WorkerConfig config) {
+  public Registered register(WorkerConfig config) {
     RequestLimits.requireWorkerShape(config);
     WorkerConfig existing = workers.get(config.workerId());
     if (existing != null) {
@@ -167,7 +183,7 @@ public final class Membership {
   }
 
   /** Removes a worker and its cells; throws NOT_FOUND for an unknown one. */
-  void deregister(String workerId) {
+  public void deregister(String workerId) {
     if (workers.remove(workerId) == null) {
       throw WorkerConfig.unknownWorker(model, workerId);
     }
@@ -176,7 +192,7 @@ public final class Membership {
   }
 
   /** Records an engine's load report (its heartbeat); validated as a whole before any rank changes. */
-  void reportLoad(String workerId, List<RankReport> ranks, long nowMillis) {
+  public void reportLoad(String workerId, List<RankReport> ranks, long nowMillis) {
     WorkerConfig worker = workers.get(workerId);
     if (worker == null) {
       throw WorkerConfig.unknownWorker(model, workerId);
@@ -196,7 +212,7 @@ public final class Membership {
   }
 
   /** Sets a rank's last engine report as an earlier incarnation knew it (recovery); ignored for an unknown rank. */
-  void restoreReport(Rank rank, ReportedLoad reported) {
+  public void restoreReport(Rank rank, ReportedLoad reported) {
     LoadCell cell = cells.get(rank);
     if (cell != null && reported != null) {
       cell.report(reported);
@@ -205,7 +221,7 @@ public final class Membership {
   }
 
   /** Switches policy and/or parameters with a fresh picker; returns the new view version. */
-  long setPolicy(String policyName, Map<String, String> parameters) {
+  public long setPolicy(String policyName, Map<String, String> parameters) {
     PolicyConfig next = policy.with(policyName, parameters);
     policy = next;
     picker = newPicker(next);
@@ -214,7 +230,7 @@ public final class Membership {
   }
 
   /** Adds to a rank's booked load and returns the record now in its cell. */
-  RankLoad addLoad(Rank rank, int requests, long prefill, long decode) {
+  public RankLoad addLoad(Rank rank, int requests, long prefill, long decode) {
     LoadCell cell = cells.get(rank);
     RankLoad next = cell.booked().plus(++loadSeq, requests, prefill, decode);
     cell.apply(next);
@@ -269,9 +285,7 @@ public final class Membership {
   }
 
   private void rankChanged(Rank rank) {
-    if (log != null) {
-      log.rankChanged(rank);
-    }
+    changes.rankChanged(rank);
   }
 
   private void republish() {
@@ -283,9 +297,7 @@ public final class Membership {
   public void publish() {
     view = new SelectionView(model, epoch, viewVersion, workers.values(), cells, policy, picker, overlapSource,
         activePrefix, heartbeatTimeoutMillis);
-    if (log != null) {
-      log.viewChanged();
-    }
+    changes.viewChanged();
     publisher.accept(view);
   }
 }

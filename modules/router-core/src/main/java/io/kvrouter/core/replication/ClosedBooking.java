@@ -1,4 +1,4 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.replication;
 
 /** A booking the owner closed (released, cancelled, expired, or dropped with its worker). */
 public record ClosedBooking(String requestId, long attempt) {}

@@ -1,4 +1,4 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.membership;
 
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.SelectionView;

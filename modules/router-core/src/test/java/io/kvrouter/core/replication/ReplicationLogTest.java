@@ -1,5 +1,11 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.replication;
 
+import io.kvrouter.core.membership.ViewState;
+import io.kvrouter.core.replication.BookingChange;
+import io.kvrouter.core.replication.ClosedBooking;
+import io.kvrouter.core.replication.LedgerSnapshot;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.ReplicationLog;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvrouter.core.model.Rank;

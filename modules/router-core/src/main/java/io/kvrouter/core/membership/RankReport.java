@@ -1,4 +1,4 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.membership;
 
 /** One rank's engine-reported load in a Workers.ReportLoad call. */
 public record RankReport(int dpRank, long decodeBlocks, long prefillTokens, int waitingRequests) {}

@@ -1,5 +1,7 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.replication;
 
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.membership.ViewState;
 import java.util.List;
 
 /**

@@ -1,5 +1,8 @@
-package io.kvrouter.core.admission;
+package io.kvrouter.core.replication;
 
+import io.kvrouter.core.membership.Membership;
+import io.kvrouter.core.membership.RankRecord;
+import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.model.Rank;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -13,7 +16,7 @@ import java.util.function.Supplier;
  * {@link ReplicaDelta} (dirty ranks, a view change, bookings opened, changed and closed, netted per request) and
  * turns it into the next delta. Sequence numbers start at 0 per epoch; the first delta is seq 1. Single-threaded.
  */
-public final class ReplicationLog {
+public final class ReplicationLog implements Membership.Changes {
   private final String model;
   private final long epoch;
   private long seq;
@@ -64,11 +67,13 @@ public final class ReplicationLog {
   }
 
   /** Membership, configs or policy changed (a new view was published). */
+  @Override
   public void viewChanged() {
     viewChanged = enabled;
   }
 
   /** A rank's booked load or reported load changed. */
+  @Override
   public void rankChanged(Rank rank) {
     if (enabled) {
       dirtyRanks.add(rank);
