@@ -1,6 +1,6 @@
 package io.kvrouter.bench;
 
-import io.kvrouter.cluster.ModelClient;
+import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.testkit.Requests;
 import java.net.URLEncoder;

@@ -2,9 +2,9 @@ package io.kvrouter.bench;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import io.kvrouter.cluster.AdmissionConfig;
+import io.kvrouter.cluster.admission.AdmissionConfig;
 import io.kvrouter.cluster.RouterCluster;
-import io.kvrouter.cluster.ModelClient;
+import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.core.admission.Clock;
 import java.time.Duration;
 import java.util.Map;

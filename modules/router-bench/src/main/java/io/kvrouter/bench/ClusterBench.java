@@ -1,7 +1,7 @@
 package io.kvrouter.bench;
 
-import io.kvrouter.cluster.ModelClient;
-import io.kvrouter.cluster.ViewRegistry;
+import io.kvrouter.cluster.admission.ModelClient;
+import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.BookingAnswer;
 import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.membership.RankReport;
@@ -162,7 +162,7 @@ final class ClusterBench {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
     for (int i = 0; i < region.size(); i++) {
       while (System.nanoTime() < deadline) {
-        SelectionView view = ViewRegistry.get(region.node(i).system()).view(model);
+        SelectionView view = region.node(i).cluster().view(model);
         if (view != null && view.workers().size() >= workers) {
           break;
         }
@@ -407,8 +407,8 @@ final class ClusterBench {
       }
     }
 
-    private final ViewRegistry owner;
-    private final ViewRegistry observer;
+    private final RouterCluster owner;
+    private final RouterCluster observer;
     private final String model;
     private final Map<Rank, Integer> rankIndex = new HashMap<>();
     private final Track[] loads;
@@ -420,8 +420,8 @@ final class ClusterBench {
     private final Thread thread;
 
     Propagation(RouterNode owner, RouterNode observer, Placement model) {
-      this.owner = ViewRegistry.get(owner.system());
-      this.observer = ViewRegistry.get(observer.system());
+      this.owner = owner.cluster();
+      this.observer = observer.cluster();
       this.model = model.model();
       for (Rank rank : model.ranks()) {
         rankIndex.put(rank, rankIndex.size());

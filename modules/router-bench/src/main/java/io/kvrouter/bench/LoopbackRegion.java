@@ -1,6 +1,6 @@
 package io.kvrouter.bench;
 
-import io.kvrouter.cluster.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelAdmission;
 import io.kvrouter.server.RouterNode;
 import java.time.Duration;
 import java.util.ArrayList;

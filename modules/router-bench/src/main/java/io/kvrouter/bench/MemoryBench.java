@@ -9,7 +9,7 @@ import io.kvrouter.api.v1.RouterClient;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersClient;
-import io.kvrouter.cluster.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelAdmission;
 import io.kvrouter.server.Main;
 import io.kvrouter.server.RouterNode;
 import java.nio.file.Path;

@@ -1,6 +1,5 @@
 package io.kvrouter.bench;
 
-import io.kvrouter.cluster.Regions;
 import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.nio.file.Path;
@@ -47,12 +46,12 @@ final class RegionsBench {
     try (TwoRegions regions = TwoRegions.start()) {
       TwoRegions.register(regions.eu, BOOK_MODEL, 4);
       regions.awaitPool(regions.us, BOOK_MODEL, "eu");
-      Regions fromUs = regions.us.cluster().regions();
+      var fromUs = regions.us.cluster().client(BOOK_MODEL, "eu");
       var local = regions.eu.cluster().client(BOOK_MODEL);
       Lane localLane = (request) -> local.book(request, null)
           .thenCompose(b -> local.release(b.requestId(), b.attempt(), null));
-      Lane proxiedLane = (request) -> fromUs.book("eu", request, null)
-          .thenCompose(b -> fromUs.release("eu", BOOK_MODEL, b.requestId(), b.attempt(), null));
+      Lane proxiedLane = (request) -> fromUs.book(request, null)
+          .thenCompose(b -> fromUs.release(b.requestId(), b.attempt(), null));
       // warm both paths, then measure them one after the other, twice, on the same cluster
       drive(localLane, callers, Duration.ofMillis(500));
       drive(proxiedLane, callers, Duration.ofMillis(500));
@@ -67,7 +66,7 @@ final class RegionsBench {
       report.paragraph("Book + Release pairs per second, " + callers + " callers each with one pair in flight, "
           + duration.toMillis() + " ms per measurement, on a model with 4 workers in eu only (kv policy, 64-block "
           + "requests). Local: `ModelClient.book`/`release` on eu's node, where the admission actor runs. Proxied: "
-          + "`Regions.book`/`release` on us's node, through the sharding proxy for data center eu (Artery over "
+          + "`ModelClient.book`/`release` of region eu on us's node, through the sharding proxy for data center eu (Artery over "
           + "loopback, CBOR both ways). Both regions run in this JVM on the same cores, so the proxied path also "
           + "pays for serialisation on both sides.");
       report.table(table);

@@ -1,16 +1,26 @@
 package io.kvrouter.cluster;
 
+import com.typesafe.config.Config;
+import io.kvrouter.cluster.admission.AdmissionConfig;
+import io.kvrouter.cluster.admission.AdmissionEntities;
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelClient;
+import io.kvrouter.cluster.explain.ExplainConfig;
+import io.kvrouter.cluster.kvevents.KvEventFanout;
+import io.kvrouter.cluster.models.ModelSlot;
+import io.kvrouter.cluster.models.ModelSlots;
+import io.kvrouter.cluster.regions.Regions;
+import io.kvrouter.cluster.regions.RegionsConfig;
+import io.kvrouter.cluster.replication.ReplicaActor;
+import io.kvrouter.cluster.replication.ReplicaClient;
+import io.kvrouter.cluster.replication.ReplicaListing;
+import io.kvrouter.cluster.replication.ReplicationConfig;
 import io.kvrouter.core.admission.Clock;
-import io.kvrouter.core.indexer.ApproximateKvIndex;
+import io.kvrouter.core.indexer.KvEventSequencer;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.selection.SelectionView;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -18,17 +28,13 @@ import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
-import org.apache.pekko.actor.typed.Props;
-import org.apache.pekko.actor.typed.Scheduler;
-import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.Member;
-import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
-import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
-import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.typed.Cluster;
 
 /**
- * A node's routing layer: the admission entity type on Cluster Sharding (passivation off, its own dispatcher), the
- * node's replica actor ({@link ReplicaNode}), the node-local view registry and one {@link ModelClient} per model.
+ * A node's routing layer, wired: the node's model slots ({@link ModelSlots}), the admission entity type on Cluster
+ * Sharding, the node's replica actor, the KV event fan-out and the regions. It hands out a model's booking facade
+ * ({@link #client}) and its slot for advisory Selects ({@link #slot}).
  */
 public final class RouterCluster {
   /** Wraps each admission actor's behaviour; production runs it as it is (tests add probes through this seam). */
@@ -37,75 +43,25 @@ public final class RouterCluster {
     AdmissionDecorator NONE = admission -> admission;
   }
 
-  private final ClusterSharding sharding;
-  private final ViewRegistry registry;
-  private final LocalAdmissions locals;
-  private final Scheduler scheduler;
-  private final Clock clock;
+  private final ActorSystem<?> system;
+  private final ModelSlots<ModelAdmission.Command> slots;
+  private final AdmissionEntities entities;
   private final AdmissionConfig config;
-  private final Map<String, ModelKvIndex> kvIndexes;
+  private final ReplicaClient replicas;
   private final KvEventFanout kvEvents;
-  private final String region;
-  private final NodeReplicas replicas;
-  private final String selfAddress;
-  private final DecisionLogs decisions;
   private final Regions regions;
-  /** This node's router endpoint as its pools' summaries carry it (see {@link #advertise}). */
-  private final AtomicReference<List<String>> ownEndpoints;
-  /** Facades of the models this node has a view of; dropped when the model's actor passivates. */
-  private final Map<String, ModelClient> clients;
+  private final String selfAddress;
 
-  private RouterCluster(ClusterSharding sharding, ViewRegistry registry, LocalAdmissions locals, Scheduler scheduler,
-      Clock clock, AdmissionConfig config, Map<String, ModelKvIndex> kvIndexes, Map<String, ModelClient> clients,
-      KvEventFanout kvEvents, String region, NodeReplicas replicas, String selfAddress, DecisionLogs decisions,
-      Regions regions, AtomicReference<List<String>> ownEndpoints) {
-    this.regions = regions;
-    this.ownEndpoints = ownEndpoints;
-    this.replicas = replicas;
-    this.decisions = decisions;
-    this.selfAddress = selfAddress;
-    this.sharding = sharding;
-    this.registry = registry;
-    this.locals = locals;
-    this.scheduler = scheduler;
-    this.clock = clock;
+  private RouterCluster(ActorSystem<?> system, ModelSlots<ModelAdmission.Command> slots, AdmissionEntities entities,
+      AdmissionConfig config, ReplicaClient replicas, KvEventFanout kvEvents, Regions regions, String selfAddress) {
+    this.system = system;
+    this.slots = slots;
+    this.entities = entities;
     this.config = config;
-    this.kvIndexes = kvIndexes;
-    this.clients = clients;
+    this.replicas = replicas;
     this.kvEvents = kvEvents;
-    this.region = region;
-  }
-
-  /** This node's region (its Pekko data center); workers registered without a region belong to it. */
-  public String region() {
-    return region;
-  }
-
-  /**
-   * This node's KV index of a model (event-fed per worker once it publishes, approximate before), or null while the
-   * model has no admission actor here.
-   */
-  public ModelKvIndex kvIndex(String model) {
-    return kvIndexes.get(model);
-  }
-
-  /** The other regions as this node knows them: their pools, router endpoints and relayed calls. */
-  public Regions regions() {
-    return regions;
-  }
-
-  /**
-   * Sets the router endpoint (gRPC host:port) this node's pool summaries carry, unless
-   * {@code kvrouter.regions.endpoints} names one for this node's region (the server calls it once it has bound).
-   */
-  public void advertise(String endpoint) {
-    if (!endpoint.isEmpty()) {
-      ownEndpoints.compareAndSet(List.of(), List.of(endpoint));
-    }
-  }
-
-  public KvEventFanout kvEvents() {
-    return kvEvents;
+    this.regions = regions;
+    this.selfAddress = selfAddress;
   }
 
   public static RouterCluster init(ActorSystem<?> system, Clock clock) {
@@ -114,61 +70,33 @@ public final class RouterCluster {
 
   /** As {@link #init(ActorSystem, Clock)}, every admission actor wrapped by {@code decorator}. */
   public static RouterCluster init(ActorSystem<?> system, Clock clock, AdmissionDecorator decorator) {
-    AdmissionConfig config = AdmissionConfig.fromConfig(system.settings().config());
-    DecisionLogs decisions = new DecisionLogs(ExplainConfig.fromConfig(system.settings().config()));
-    ReplicationConfig replication = ReplicationConfig.fromConfig(system.settings().config());
-    ViewRegistry registry = ViewRegistry.get(system);
-    ConcurrentHashMap<String, ModelKvIndex> kvIndexes = new ConcurrentHashMap<>();
-    Function<String, ModelKvIndex> kvIndex = model -> kvIndexes.computeIfAbsent(model,
-        m -> new ModelKvIndex(config.kvTtl().toMillis(), config.kvMaxEntries(),
-            ApproximateKvIndex.DEFAULT_PRUNE_TARGET_RATIO, clock::millis));
-    LocalAdmissions locals = new LocalAdmissions();
-    ConcurrentHashMap<String, ModelClient> clients = new ConcurrentHashMap<>();
-    Consumer<String> forget = model -> {
-      clients.remove(model);
-      registry.forget(model);
-      kvIndexes.remove(model);
-      locals.forget(model);
-      decisions.forget(model);
-    };
-    Member self = org.apache.pekko.cluster.typed.Cluster.get(system).selfMember();
+    Config settings = system.settings().config();
+    AdmissionConfig config = AdmissionConfig.fromConfig(settings);
+    ExplainConfig explain = ExplainConfig.fromConfig(settings);
+    ReplicationConfig replication = ReplicationConfig.fromConfig(settings);
+    KvEventSequencer.Settings reorder = KvEventFanout.reorderSettings(settings);
+    Member self = Cluster.get(system).selfMember();
     String region = self.dataCenter();
     String selfAddress = self.address().toString();
-    ReplicaPeers peers = new ReplicaPeers();
-    ActorRef<ReplicaNode.Command> replicaNode = system.systemActorOf(ReplicaNode.create(new ReplicaNode.Environment(
-            region, clock, config.expiryInterval(), config.settings().heartbeatTimeout().toMillis(),
-            replication.maxChunkBytes(), registry, kvIndex::apply, locals::hosts, forget, peers)),
+    ModelSlots<ModelAdmission.Command> slots = new ModelSlots<>(new ModelSlots.Settings(config.kvTtl().toMillis(),
+        config.kvMaxEntries(), reorder, explain.enabled() ? explain.recent() : 0), clock::millis, selfAddress);
+    Regions regions = Regions.start(system, clock::millis, RegionsConfig.fromConfig(settings), region);
+    ReplicaListing listing = new ReplicaListing();
+    ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, slots,
+        config.expiryInterval(), replication, listing, selfAddress, regions.publisher());
+    AdmissionEntities entities = AdmissionEntities.start(system,
+        (model, shard) -> decorator.apply(ModelAdmission.create(model, shard, env)));
+    ActorRef<ReplicaActor.Command> replicaActor = system.systemActorOf(ReplicaActor.create(
+            new ReplicaActor.Environment(region, clock, config.expiryInterval(),
+                config.settings().heartbeatTimeout().toMillis(), replication.maxChunkBytes(), slots, listing,
+                model -> entities.local(model).tell(ModelAdmission.Wake.INSTANCE))),
         // beside the admission actors, so a busy gRPC dispatcher never delays what replicas apply
         "kvrouter-replicas", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
-    peers.bind(replicaNode);
-    RegionsConfig regionsConfig = RegionsConfig.fromConfig(system.settings().config());
-    String configuredEndpoint = regionsConfig.endpoints().get(region);
-    AtomicReference<List<String>> ownEndpoints = new AtomicReference<>(
-        configuredEndpoint == null ? List.of() : List.of(configuredEndpoint));
-    ActorRef<Topic.Command<PoolSummaries.Published>> poolTopic = system.systemActorOf(
-        Topic.create(PoolSummaries.Published.class, PoolSummaries.TOPIC), "kvrouter-pools-topic", Props.empty());
-    PoolSummaries pools = new PoolSummaries(clock::millis, regionsConfig);
-    system.systemActorOf(PoolSummaries.listener(pools, poolTopic, regionsConfig.staleAfter().dividedBy(4)),
-        "kvrouter-pools",
-        Props.empty());
-    ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, registry,
-        config.expiryInterval(), kvIndex::apply, locals, forget, replication, peers, selfAddress, decisions::of,
-        new PoolPublisher(poolTopic, region, regionsConfig.summaryInterval(), ownEndpoints));
-    ClusterSharding sharding = ClusterSharding.get(system);
-    // A model that only receives advisory Selects sends its actor nothing: it must never be stopped as idle. An
-    // actor passivates itself once its model holds nothing (ModelAdmission.afterCommand).
-    ClusterShardingSettings settings = ClusterShardingSettings.create(system).withNoPassivationStrategy();
-    sharding.init(Entity.of(ModelAdmission.ENTITY_KEY,
-            ctx -> decorator.apply(ModelAdmission.create(ctx.getEntityId(), ctx.getShard(), env)))
-        .withSettings(settings)
-        .withStopMessage(ModelAdmission.Stop.INSTANCE)
-        .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
-    Regions regions = new Regions(region, pools, regionsConfig, config, sharding,
-        org.apache.pekko.cluster.typed.Cluster.get(system), ownEndpoints);
-    NodeReplicas replicas = new NodeReplicas(replicaNode, registry, system.scheduler(), config.askTimeout());
-    RouterCluster node = new RouterCluster(sharding, registry, locals, system.scheduler(), clock, config, kvIndexes,
-        clients, new KvEventFanout(system, registry, kvIndex, config.kvBlocksPerKvBlock(), clock::millis), region,
-        replicas, selfAddress, decisions, regions, ownEndpoints);
+    listing.bind(replicaActor);
+    RouterCluster node = new RouterCluster(system, slots, entities, config,
+        new ReplicaClient(replicaActor, slots, system.scheduler(), config.askTimeout()),
+        new KvEventFanout(system, slots, config.kvBlocksPerKvBlock(), KvEventFanout.tickInterval(reorder)),
+        regions, selfAddress);
     Holder.ID.apply(system).node = node;
     return node;
   }
@@ -193,38 +121,77 @@ public final class RouterCluster {
     volatile RouterCluster node;
   }
 
-  /**
-   * The facade of a model. One per model and node while the node has a view of it; for a model it has no view of,
-   * a throwaway facade that keeps nothing: it answers every call as for an unknown model, except Register, which
-   * goes through the shard region and starts the model's actor. A facade is valid for the life of its model's actor:
-   * look it up per call (a facade kept across a passivation keeps reading the old, empty view).
-   */
-  public ModelClient client(String model) {
-    ModelClient known = clients.get(model);
-    if (known != null) {
-      return known;
-    }
-    SelectionView view = registry.view(model);
-    if (view == null || view.isEmpty()) {
-      return new ModelClient(model, sharding.entityRefFor(ModelAdmission.ENTITY_KEY, model), new AtomicReference<>(),
-          scheduler, new AtomicReference<>(), clock, config, replicas, selfAddress, region, null);
-    }
-    return clients.computeIfAbsent(model, m -> new ModelClient(m,
-        sharding.entityRefFor(ModelAdmission.ENTITY_KEY, m), locals.slot(m), scheduler, registry.slot(m), clock,
-        config, replicas, selfAddress, region, decisions.of(m)));
+  /** This node's region (its Pekko data center); workers registered without a region belong to it. */
+  public String region() {
+    return regions.self();
   }
 
-  /** Every model this node keeps anything for (facade, view slot, KV index, local-actor slot), even an empty one. */
-  Set<String> modelsHeld() {
-    Set<String> held = new TreeSet<>(clients.keySet());
-    held.addAll(registry.modelsHeld());
-    held.addAll(kvIndexes.keySet());
-    held.addAll(locals.modelsHeld());
-    return held;
+  /** This node's address, as explanations and state name it. */
+  public String selfAddress() {
+    return selfAddress;
+  }
+
+  /** The regions as this node knows them: pools, the pool a global call goes to, router endpoints. */
+  public Regions regions() {
+    return regions;
+  }
+
+  public KvEventFanout kvEvents() {
+    return kvEvents;
+  }
+
+  /**
+   * Sets the router endpoint (gRPC host:port) this node's pool summaries carry, unless
+   * {@code kvrouter.regions.endpoints} names one for this node's region (the server calls it once it has bound).
+   */
+  public void advertise(String endpoint) {
+    regions.advertise(endpoint);
+  }
+
+  /** The model's slot on this node (its view, for advisory Selects), or null when the node holds nothing for it. */
+  public ModelSlot<ModelAdmission.Command> slot(String model) {
+    return slots.find(model);
+  }
+
+  /** This node's current view of a model, or null. */
+  public SelectionView view(String model) {
+    return slots.view(model);
+  }
+
+  /**
+   * This node's KV index of a model (event-fed per worker once it publishes, approximate before), or null while the
+   * node holds nothing for it.
+   */
+  public ModelKvIndex kvIndex(String model) {
+    ModelSlot<ModelAdmission.Command> slot = slots.find(model);
+    return slot == null ? null : slot.kvIndex();
+  }
+
+  /** The booking facade of the model in this node's region. */
+  public ModelClient client(String model) {
+    return new ModelClient(model, regions.self(), entities.local(model), slots.find(model), system.scheduler(),
+        config, replicas, selfAddress, regions.self());
+  }
+
+  /**
+   * The booking facade of the model in {@code region} (empty: this node's). Another region is reached through its
+   * data center's sharding proxy; a region with no member in the cluster: UNAVAILABLE REGION_UNREACHABLE (thrown).
+   */
+  public ModelClient client(String model, String region) {
+    if (region.isEmpty() || region.equals(regions.self())) {
+      return client(model);
+    }
+    return new ModelClient(model, region, entities.in(model, region), null, system.scheduler(), config, replicas,
+        selfAddress, regions.self());
   }
 
   /** Models with at least one registered worker, as this node sees them. */
   public List<String> models() {
-    return registry.models();
+    return slots.models();
+  }
+
+  /** Every model this node holds a slot for, even an empty one. */
+  public Set<String> modelsHeld() {
+    return slots.held();
   }
 }

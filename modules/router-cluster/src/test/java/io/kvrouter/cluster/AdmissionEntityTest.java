@@ -1,5 +1,8 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.AdmissionConfig;
+import io.kvrouter.cluster.admission.BookCall;
+import io.kvrouter.cluster.admission.ModelClient;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -251,7 +254,7 @@ class AdmissionEntityTest {
   @Test
   void abandoningAnAnsweredBookFreesItsBooking() {
     ModelClient client = cluster.modelWithWorkers("abandoned", "round_robin", "a");
-    ModelClient.BookCall call = client.book(Requests.of("abandoned", "answered", 64), null);
+    BookCall call = client.book(Requests.of("abandoned", "answered", 64), null);
     assertThat(join(call).requestId()).isEqualTo("answered");
     call.abandon();
     await().atMost(Duration.ofSeconds(5)).until(() -> cluster.state(client).bookings().isEmpty());

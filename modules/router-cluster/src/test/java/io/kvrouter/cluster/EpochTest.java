@@ -1,5 +1,7 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelStateReport;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -32,9 +34,9 @@ class EpochTest {
       }));
 
       // the actor stops without handing anything on; the next command starts a new incarnation, which recovers
-      ActorRef<ModelAdmission.Command> actor = host.client(model).localAdmission();
+      ActorRef<ModelAdmission.Command> actor = Hosting.localAdmission(host, model);
       Adapter.toClassic(actor).tell(PoisonPill.getInstance(), org.apache.pekko.actor.ActorRef.noSender());
-      await().atMost(TestRegion.TIMEOUT).until(() -> host.client(model).localAdmission() != actor);
+      await().atMost(TestRegion.TIMEOUT).until(() -> Hosting.localAdmission(host, model) != actor);
       ModelStateReport recovered = join(region.node(2).client(model).state(null));
       assertThat(recovered.snapshot().epoch()).isGreaterThan(old.epoch());
       assertThat(recovered.snapshot().viewVersion()).isLessThan(old.version());
@@ -46,7 +48,7 @@ class EpochTest {
             && view.workers().keySet().equals(old.workers().keySet());
       }));
       for (TestRegion.Node node : region.live()) {
-        assertThat(ViewRegistry.get(node.kit().system()).publish(old)).as("the old view on %s", node).isFalse();
+        assertThat(node.routing().slot(model).publish(old)).as("the old view on %s", node).isFalse();
         assertThat(node.view(model).epoch()).isEqualTo(recovered.snapshot().epoch());
       }
     }

@@ -73,7 +73,7 @@ class FailoverTest {
 
       region.kill(victim);
       await().atMost(Duration.ofSeconds(20)).until(() -> region.live().stream()
-          .anyMatch(node -> node.client(model).localAdmission() != null));
+          .anyMatch(node -> Hosting.localAdmission(node, model) != null));
       assertThat(join(region.node(1).client(model).release("kept", kept.attempt(), null)).applied()).isTrue();
     }
   }

@@ -1,11 +1,25 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelStateReport;
+import io.kvrouter.cluster.models.ModelSlot;
+import org.apache.pekko.actor.typed.ActorRef;
 import static io.kvrouter.cluster.TestCluster.join;
 import static io.kvrouter.cluster.TestCluster.worker;
 
-/** Picks a model whose admission actor sharding placed on a given node. */
+/** Where sharding placed a model's admission actor. */
 final class Hosting {
   private Hosting() {}
+
+  /** The model's admission actor while it runs on {@code node}, else null. */
+  static ActorRef<ModelAdmission.Command> localAdmission(RouterCluster node, String model) {
+    ModelSlot<ModelAdmission.Command> slot = node.slot(model);
+    return slot == null ? null : slot.localAdmission();
+  }
+
+  static ActorRef<ModelAdmission.Command> localAdmission(TestRegion.Node node, String model) {
+    return localAdmission(node.routing(), model);
+  }
 
   /**
    * Registers {@code workers} through {@code via} for models {@code prefix-0}, {@code prefix-1}, ... until one is

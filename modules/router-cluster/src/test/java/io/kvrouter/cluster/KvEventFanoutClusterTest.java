@@ -1,5 +1,6 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.kvevents.KvEventFanout;
 import static io.kvrouter.cluster.KvEventFanoutTest.blocks;
 import static io.kvrouter.cluster.KvEventFanoutTest.chain;
 import static io.kvrouter.cluster.KvEventFanoutTest.stored;
@@ -93,7 +94,7 @@ class KvEventFanoutClusterTest {
   void reverseHalvesThroughTwoNodesApplyInOrderOnEveryNode() {
     join(nodes.get(0).client(MODEL).register(TestCluster.worker("w"), null));
     await().atMost(WAIT).until(() -> kits.stream().allMatch(kit -> {
-      SelectionView view = ViewRegistry.get(kit.system()).view(MODEL);
+      SelectionView view = RouterCluster.get(kit.system()).view(MODEL);
       return view != null && view.worker("w") != null;
     }));
     reverseHalvesThenARealGap();

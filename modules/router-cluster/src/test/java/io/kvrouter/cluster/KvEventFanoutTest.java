@@ -1,5 +1,7 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.kvevents.KvEventFanout;
+import io.kvrouter.cluster.kvevents.KvEventRecord;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

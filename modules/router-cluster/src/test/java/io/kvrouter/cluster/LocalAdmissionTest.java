@@ -1,5 +1,7 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelClient;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -23,7 +25,7 @@ class LocalAdmissionTest {
   void commandsGoStraightToALocalActorAndBackThroughTheRegionAfterItStops() {
     try (TestCluster cluster = TestCluster.start(Clock.SYSTEM)) {
       ModelClient client = cluster.modelWithWorkers("local", "round_robin", "a", "b");
-      ActorRef<ModelAdmission.Command> first = client.localAdmission();
+      ActorRef<ModelAdmission.Command> first = Hosting.localAdmission(cluster.routing, client.model());
       assertThat(first).as("the actor registered itself when it started").isNotNull();
       assertThat(first.path().toString()).contains("/sharding/ModelAdmission/").endsWith("/local");
 
@@ -32,11 +34,11 @@ class LocalAdmissionTest {
       assertThat(join(client.release("r1", booked.attempt(), null)).applied()).isFalse();
 
       Adapter.toClassic(first).tell(PoisonPill.getInstance(), org.apache.pekko.actor.ActorRef.noSender());
-      await().atMost(Duration.ofSeconds(10)).until(() -> client.localAdmission() == null);
+      await().atMost(Duration.ofSeconds(10)).until(() -> Hosting.localAdmission(cluster.routing, client.model()) == null);
 
       // through the region: the shard starts a new incarnation (state is not recovered: register again)
       join(client.register(TestCluster.worker("c"), null));
-      ActorRef<ModelAdmission.Command> second = client.localAdmission();
+      ActorRef<ModelAdmission.Command> second = Hosting.localAdmission(cluster.routing, client.model());
       assertThat(second).isNotNull().isNotEqualTo(first);
       BookingAnswer again = join(client.book(Requests.of("local", "r2", 64), null));
       assertThat(again.selection().rank().workerId()).isEqualTo("c");

@@ -1,5 +1,6 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelClient;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -24,7 +25,7 @@ class PassivationOffTest {
       BookingAnswer booked = join(client.book(Requests.of("quiet", "kept", 64), null));
       // workers and no booking: not empty, so its actor does not passivate itself either
       ModelClient selectsOnly = cluster.modelWithWorkers("selects-only", "round_robin", "c");
-      var selectsOnlyActor = selectsOnly.localAdmission();
+      var selectsOnlyActor = Hosting.localAdmission(cluster.routing, selectsOnly.model());
       AtomicInteger selects = new AtomicInteger();
       // the property is "kept for longer than the idle timeout": each poll selects on both models and checks that
       // both actors still run, and must hold for 3 s (three idle timeouts)
@@ -40,7 +41,7 @@ class PassivationOffTest {
       assertThat(state.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).containsExactly("kept");
       assertThat(state.bookings().get(0).attempt()).isEqualTo(booked.attempt());
       assertThat(selectsOnlyActor).isNotNull();
-      assertThat(cluster.client("selects-only").localAdmission()).isEqualTo(selectsOnlyActor);
+      assertThat(Hosting.localAdmission(cluster.routing, "selects-only")).isEqualTo(selectsOnlyActor);
       assertThat(UnknownModelTest.entities(cluster)).containsExactly("quiet", "selects-only");
     }
   }

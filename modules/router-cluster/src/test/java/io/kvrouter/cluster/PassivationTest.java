@@ -1,5 +1,7 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelClient;
 import static io.kvrouter.cluster.TestCluster.join;
 import static io.kvrouter.cluster.UnknownModelTest.entities;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -38,13 +40,13 @@ class PassivationTest {
 
       // the clock stands in the millisecond of the last attempt: a new incarnation could repeat it, so the actor stays.
       // It decides after every command: once a second command is answered, the first one's decision has been made.
-      ActorRef<ModelAdmission.Command> actor = client.localAdmission();
+      ActorRef<ModelAdmission.Command> actor = Hosting.localAdmission(cluster.routing, client.model());
       assertThat(actor).isNotNull();
       for (int i = 0; i < 2; i++) {
         join(AskPattern.<ModelAdmission.Command, ModelAdmission.StateReply>ask(actor, ModelAdmission.GetState::new,
             TestCluster.TIMEOUT, cluster.kit.system().scheduler()));
       }
-      assertThat(client.localAdmission()).isEqualTo(actor);
+      assertThat(Hosting.localAdmission(cluster.routing, client.model())).isEqualTo(actor);
       assertThat(entities(cluster)).containsExactly("gone");
 
       clock.advance(Duration.ofMillis(1));

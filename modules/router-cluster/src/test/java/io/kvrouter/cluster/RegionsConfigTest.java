@@ -1,5 +1,6 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.regions.RegionsConfig;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.typesafe.config.ConfigFactory;

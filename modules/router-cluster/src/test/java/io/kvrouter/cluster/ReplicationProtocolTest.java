@@ -1,5 +1,8 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelClient;
+import io.kvrouter.cluster.replication.ReplicaActor;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -36,36 +39,36 @@ class ReplicationProtocolTest {
   }
 
   /** The next full snapshot the owner sends the peer (its last chunk), skipping deltas. */
-  private static ReplicaNode.Chunk nextSnapshot(TestProbe<ReplicaNode.Command> peer) {
-    return (ReplicaNode.Chunk) peer.fishForMessage(WAIT, message ->
-        message instanceof ReplicaNode.Chunk chunk && chunk.chunk().index() == chunk.chunk().count() - 1
+  private static ReplicaActor.Chunk nextSnapshot(TestProbe<ReplicaActor.Command> peer) {
+    return (ReplicaActor.Chunk) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaActor.Chunk chunk && chunk.chunk().index() == chunk.chunk().count() - 1
             ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore()).get(0);
   }
 
   @Test
   void aNewPeerGetsASnapshotASilentPeerAnEmptyDeltaAndAGappedPeerASnapshot() {
-    TestProbe<ReplicaNode.Command> peer = cluster.kit.createTestProbe();
+    TestProbe<ReplicaActor.Command> peer = cluster.kit.createTestProbe();
     String region = Cluster.get(cluster.kit.system()).selfMember().dataCenter();
-    cluster.kit.system().receptionist().tell(Receptionist.register(ReplicaNode.serviceKey(region), peer.getRef()));
+    cluster.kit.system().receptionist().tell(Receptionist.register(ReplicaActor.serviceKey(region), peer.getRef()));
     ModelClient client = cluster.modelWithWorkers("protocol", "round_robin", "w1");
 
-    ReplicaNode.Chunk first = nextSnapshot(peer);
+    ReplicaActor.Chunk first = nextSnapshot(peer);
     assertThat(first.chunk().model()).isEqualTo("protocol");
     assertThat(first.chunk().view().workers()).hasSize(1);
 
     // a change reaches the peer as a delta; left unacknowledged, it is followed by an empty delta (the next seq),
     // never by a snapshot
     join(client.register(TestCluster.worker("w2"), null));
-    ReplicaNode.Delta delta = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message ->
-        message instanceof ReplicaNode.Delta d && d.delta().view() != null
+    ReplicaActor.Delta delta = (ReplicaActor.Delta) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaActor.Delta d && d.delta().view() != null
             && d.delta().view().workers().size() == 2 ? FishingOutcomes.complete()
             : FishingOutcomes.continueAndIgnore()).get(0);
     assertThat(delta.delta().seq()).isGreaterThan(first.chunk().seq());
-    ReplicaNode.Delta probe = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message -> {
-      if (message instanceof ReplicaNode.Chunk) {
+    ReplicaActor.Delta probe = (ReplicaActor.Delta) peer.fishForMessage(WAIT, message -> {
+      if (message instanceof ReplicaActor.Chunk) {
         return FishingOutcomes.fail("a silent peer was sent a snapshot");
       }
-      return message instanceof ReplicaNode.Delta d && d.delta().seq() > delta.delta().seq()
+      return message instanceof ReplicaActor.Delta d && d.delta().seq() > delta.delta().seq()
           && d.delta().view() == null && d.delta().loads().isEmpty() && d.delta().opened().isEmpty()
           ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore();
     }).get(0);
@@ -73,17 +76,17 @@ class ReplicationProtocolTest {
     assertThat(probe.delta().changed()).isEmpty();
 
     // the peer acknowledges everything, then reports a gap: a snapshot follows
-    ActorRef<ModelAdmission.Command> owner = probe.owner();
-    owner.tell(new ModelAdmission.ReplicaAck(peer.getRef(), probe.delta().epoch(), probe.delta().seq()));
+    ActorRef<ReplicaActor.Reply> owner = probe.owner();
+    owner.tell(new ReplicaActor.Acked(peer.getRef(), probe.delta().epoch(), probe.delta().seq()));
     join(client.setPolicy("least_in_flight", Map.of(), null));
-    ReplicaNode.Delta policy = (ReplicaNode.Delta) peer.fishForMessage(WAIT, message ->
-        message instanceof ReplicaNode.Delta d && d.delta().view() != null
+    ReplicaActor.Delta policy = (ReplicaActor.Delta) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaActor.Delta d && d.delta().view() != null
             && d.delta().view().policy().equals("least_in_flight") ? FishingOutcomes.complete()
             : FishingOutcomes.continueAndIgnore()).get(0);
-    owner.tell(new ModelAdmission.ReplicaAck(peer.getRef(), policy.delta().epoch(), policy.delta().seq()));
-    owner.tell(new ModelAdmission.SnapshotWanted(peer.getRef(), policy.delta().epoch()));
-    ReplicaNode.Chunk healed = (ReplicaNode.Chunk) peer.fishForMessage(WAIT, message ->
-        message instanceof ReplicaNode.Chunk chunk && chunk.chunk().seq() >= policy.delta().seq()
+    owner.tell(new ReplicaActor.Acked(peer.getRef(), policy.delta().epoch(), policy.delta().seq()));
+    owner.tell(new ReplicaActor.SnapshotWanted(peer.getRef(), policy.delta().epoch()));
+    ReplicaActor.Chunk healed = (ReplicaActor.Chunk) peer.fishForMessage(WAIT, message ->
+        message instanceof ReplicaActor.Chunk chunk && chunk.chunk().seq() >= policy.delta().seq()
             ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore()).get(0);
     assertThat(healed.chunk().view().policy()).isEqualTo("least_in_flight");
   }

@@ -1,5 +1,8 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.replication.ReplicaActor;
+import io.kvrouter.cluster.replication.ReplicationConfig;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvrouter.core.admission.Clock;
@@ -27,7 +30,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Snapshot chunks, cut by router-core's size estimate at {@code max-chunk-bytes}, encoded by the real serializer they
- * cross nodes with (Jackson CBOR, inside {@link ReplicaNode.Chunk}): each stays under the estimate, so under Artery's
+ * cross nodes with (Jackson CBOR, inside {@link ReplicaActor.Chunk}): each stays under the estimate, so under Artery's
  * 256 KiB frame, and decodes back to what was cut.
  */
 class ReplicationSerializationTest {
@@ -88,15 +91,15 @@ class ReplicationSerializationTest {
     assertThat(chunks.size()).as("a copy this large takes several chunks").isGreaterThan(10);
 
     Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
-    ActorRef<ModelAdmission.Command> owner = cluster.kit.<ModelAdmission.Command>createTestProbe().ref();
+    ActorRef<ReplicaActor.Reply> owner = cluster.kit.<ReplicaActor.Reply>createTestProbe().ref();
     int bookingsDecoded = 0;
     for (SnapshotChunk chunk : chunks) {
-      ReplicaNode.Chunk message = new ReplicaNode.Chunk(chunk, owner);
+      ReplicaActor.Chunk message = new ReplicaActor.Chunk(chunk, owner);
       byte[] bytes = serialization.serialize(message).get();
       assertThat(Serializers.manifestFor(serialization.findSerializerFor(message), message)).isNotEmpty();
       assertThat(bytes.length).as("chunk %d of %d", chunk.index(), chunk.count())
           .isLessThanOrEqualTo(MAX_CHUNK_BYTES + 256).isLessThan(FRAME);
-      ReplicaNode.Chunk decoded = (ReplicaNode.Chunk) serialization.deserialize(bytes,
+      ReplicaActor.Chunk decoded = (ReplicaActor.Chunk) serialization.deserialize(bytes,
           serialization.findSerializerFor(message).identifier(),
           Serializers.manifestFor(serialization.findSerializerFor(message), message)).get();
       assertThat(decoded.chunk().index()).isEqualTo(chunk.index());

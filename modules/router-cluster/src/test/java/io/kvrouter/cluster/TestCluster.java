@@ -1,5 +1,6 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelClient;
 import static org.awaitility.Awaitility.await;
 
 import com.typesafe.config.ConfigFactory;

@@ -1,5 +1,6 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelClient;
 import static org.awaitility.Awaitility.await;
 
 import com.typesafe.config.Config;
@@ -55,7 +56,7 @@ final class TestRegion implements AutoCloseable {
 
     /** This node's view of the model, or null when it has none. */
     SelectionView view(String model) {
-      return ViewRegistry.get(kit.system()).view(model);
+      return RouterCluster.get(kit.system()).view(model);
     }
 
     @Override

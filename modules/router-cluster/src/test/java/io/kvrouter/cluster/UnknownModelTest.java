@@ -1,5 +1,7 @@
 package io.kvrouter.cluster;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelClient;
 import static io.kvrouter.cluster.TestCluster.join;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,5 +1,6 @@
 package io.kvrouter.interop;
 
+import io.kvrouter.cluster.admission.ModelAdmission;
 import static org.assertj.core.api.Assertions.assertThat;
 import static io.kvrouter.interop.NodeCalls.call;
 import static io.kvrouter.interop.NodeCalls.prompt;

@@ -2,8 +2,8 @@ package io.kvrouter.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvrouter.cluster.KvEventFanout;
-import io.kvrouter.cluster.KvEventRecord;
+import io.kvrouter.cluster.kvevents.KvEventFanout;
+import io.kvrouter.cluster.kvevents.KvEventRecord;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.selection.RequestLimits;
 import java.util.ArrayList;

@@ -212,7 +212,7 @@ class RegionsTest {
     EU_GATE.dropBooks(true);
     try {
       Throwable failed = org.assertj.core.api.Assertions.catchThrowable(
-          () -> us.node.cluster().regions().book("eu", request, Duration.ofMillis(500)).join());
+          () -> us.node.cluster().client(model, "eu").book(request, Duration.ofMillis(500)).join());
       assertThat(failed).isInstanceOf(CompletionException.class).cause().isInstanceOf(RoutingException.class);
       RoutingError error = ((RoutingException) failed.getCause()).error();
       assertThat(error.code()).isEqualTo(RoutingError.Code.UNAVAILABLE);

@@ -10,8 +10,7 @@ import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.WorkerKey;
-import io.kvrouter.cluster.ModelAdmission;
-import io.kvrouter.cluster.ViewRegistry;
+import io.kvrouter.cluster.admission.ModelAdmission;
 import java.net.URLEncoder;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -64,10 +63,8 @@ class UnknownModelStateTest {
       HttpResponse<String> route = router.managementGet(
           "/models/state?model=" + URLEncoder.encode(model, StandardCharsets.UTF_8));
       assertThat(route.statusCode()).isEqualTo(404);
-      assertThat(ViewRegistry.get(router.node.system()).view(model)).isNull();
-      assertThat(router.node.cluster().kvIndex(model)).isNull();
-      // no facade is kept for the name: each lookup hands out a throwaway one
-      assertThat(router.node.cluster().client(model)).isNotSameAs(router.node.cluster().client(model));
+      assertThat(router.node.cluster().slot(model)).as("no slot: no view, KV index or decision log").isNull();
+      assertThat(router.node.cluster().modelsHeld()).doesNotContain(model);
     }
     assertThat(entities()).containsExactly("real");
     assertThat(router.node.cluster().client("real")).isSameAs(router.node.cluster().client("real"));

@@ -6,10 +6,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.Signal;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
-import io.kvrouter.cluster.CborSerializable;
-import io.kvrouter.cluster.ModelAdmission;
+import io.kvrouter.cluster.serialization.CborSerializable;
+import io.kvrouter.cluster.admission.ModelAdmission;
 import io.kvrouter.cluster.RouterCluster;
-import io.kvrouter.cluster.ViewRegistry;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
@@ -161,7 +160,7 @@ public final class AdmissionProbes {
 
     private SelectReply select(ActorSystem<?> system, SelectionRequest request) {
       try {
-        return new SelectReply(Selector.select(ViewRegistry.get(system).view(request.model()), request, scratch,
+        return new SelectReply(Selector.select(RouterCluster.get(system).view(request.model()), request, scratch,
             clock.millis()), null);
       } catch (RoutingException e) {
         return new SelectReply(null, e.error());

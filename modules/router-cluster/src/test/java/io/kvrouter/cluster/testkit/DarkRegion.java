@@ -1,6 +1,6 @@
 package io.kvrouter.cluster.testkit;
 
-import io.kvrouter.cluster.ModelAdmission;
+import io.kvrouter.cluster.admission.ModelAdmission;
 import io.kvrouter.cluster.RouterCluster;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.Behavior;

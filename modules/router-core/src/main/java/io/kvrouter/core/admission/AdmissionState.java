@@ -9,6 +9,7 @@ import io.kvrouter.core.replication.LedgerSnapshot;
 import io.kvrouter.core.replication.RecoveredState;
 import io.kvrouter.core.replication.ReplicaDelta;
 import io.kvrouter.core.replication.ReplicationLog;
+import io.kvrouter.core.replication.ReplicationSender;
 import io.kvrouter.core.replication.SnapshotChunk;
 import io.kvrouter.core.replication.SnapshotChunks;
 import io.kvrouter.core.error.RoutingError;
@@ -54,7 +55,7 @@ import java.util.function.Consumer;
  * {@link ReplicaDelta}s ({@link #drainReplicaDeltas}) or cut into a full copy ({@link #replicaSnapshot}); a state
  * {@link #recover recovered} from a replica's copy starts in recovery mode (see {@link #recovering()}).
  */
-public final class AdmissionState {
+public final class AdmissionState implements ReplicationSender.Source {
   private final String model;
   private final AdmissionSettings settings;
   private final Clock clock;
@@ -103,7 +104,7 @@ public final class AdmissionState {
     this.clock = clock;
     this.epoch = epoch;
     this.overlapSource = overlapSource;
-    this.replication = new ReplicationLog(model, epoch);
+    this.replication = new ReplicationLog(model, epoch, settings.replicated());
     long heartbeatTimeout = settings.heartbeatTimeout().toMillis();
     this.membership = recoveredView == null
         ? Membership.fresh(model, epoch, heartbeatTimeout, overlapSource, activePrefix, publisher, replication)
@@ -171,6 +172,7 @@ public final class AdmissionState {
   }
 
   /** This incarnation's epoch: its views, load records and replication sequence numbers are ordered by it first. */
+  @Override
   public long epoch() {
     return epoch;
   }
@@ -199,20 +201,13 @@ public final class AdmissionState {
     return membership.viewState();
   }
 
-  /**
-   * Turns recording of changes for replication on or off (on by default): off, {@link #drainReplicaDeltas} answers
-   * null and Books skip the bookkeeping, which is how the bench measures what replication costs the owner.
-   */
-  public void setReplicationEnabled(boolean enabled) {
-    replication.setEnabled(enabled);
-  }
-
   /** Records each Book's selection into {@code log} from now on (null: records none). */
   public void recordDecisionsTo(DecisionLog log) {
     decisions = log;
   }
 
   /** The seq of the last delta drained in this epoch (0: none yet). */
+  @Override
   public long replicationSeq() {
     return replication.seq();
   }
@@ -221,12 +216,14 @@ public final class AdmissionState {
    * What changed since the previous drain, as consecutive deltas each estimated under {@code maxDeltaBytes} (see
    * {@link ReplicationLog#drain}); empty when nothing did.
    */
+  @Override
   public List<ReplicaDelta> drainReplicaDeltas(long nowMillis, int maxDeltaBytes) {
     return replication.drain(nowMillis, membership::viewState, membership::rankRecord, ledger.highestAttempt(),
         maxDeltaBytes);
   }
 
   /** An empty delta as the next seq, when nothing is pending: see {@link ReplicationLog#probe}. */
+  @Override
   public ReplicaDelta replicaProbe(long nowMillis) {
     return replication.probe(nowMillis, ledger.highestAttempt());
   }
@@ -236,6 +233,7 @@ public final class AdmissionState {
    * ({@link SnapshotChunks}). Callers drain first: changes not yet drained would be in the copy and again in the
    * next delta (harmless, since a delta applied over them changes nothing, but the copy would not be "as of seq").
    */
+  @Override
   public List<SnapshotChunk> replicaSnapshot(long nowMillis, int maxChunkBytes) {
     return SnapshotChunks.cut(model, epoch, replication.seq(), nowMillis, membership.viewState(),
         membership.rankRecords(), ledger.snapshot().bookings(), ledger.highestAttempt(), maxChunkBytes);

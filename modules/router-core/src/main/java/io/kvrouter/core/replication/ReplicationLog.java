@@ -20,7 +20,7 @@ public final class ReplicationLog implements Membership.Changes {
   private final String model;
   private final long epoch;
   private long seq;
-  private boolean enabled = true;
+  private final boolean enabled;
   private boolean viewChanged;
   private final LinkedHashSet<Rank> dirtyRanks = new LinkedHashSet<>();
   /** Bookings opened this interval, by request id, as they are now (a later change is folded in). */
@@ -29,9 +29,14 @@ public final class ReplicationLog implements Membership.Changes {
   private final LinkedHashMap<String, BookingChange> changed = new LinkedHashMap<>();
   private final List<ClosedBooking> closed = new ArrayList<>();
 
-  public ReplicationLog(String model, long epoch) {
+  /**
+   * @param enabled whether changes are recorded. Off, nothing is recorded and {@link #drain} answers nothing: only to
+   *     measure what replication costs the owner ({@code kvrouter.replication.enabled})
+   */
+  public ReplicationLog(String model, long epoch, boolean enabled) {
     this.model = model;
     this.epoch = epoch;
+    this.enabled = enabled;
   }
 
   public long epoch() {
@@ -43,23 +48,9 @@ public final class ReplicationLog implements Membership.Changes {
     return seq;
   }
 
-  /**
-   * Whether changes are recorded (on by default). Off, nothing is recorded and {@link #drain} answers null: for
-   * measuring what replication costs the owner. Switching it off drops what was pending.
-   */
+  /** Whether changes are recorded. */
   public boolean isEnabled() {
     return enabled;
-  }
-
-  public void setEnabled(boolean on) {
-    if (!on) {
-      viewChanged = false;
-      dirtyRanks.clear();
-      opened.clear();
-      changed.clear();
-      closed.clear();
-    }
-    enabled = on;
   }
 
   public boolean hasChanges() {

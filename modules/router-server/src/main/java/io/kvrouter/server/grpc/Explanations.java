@@ -5,7 +5,7 @@ import io.kvrouter.api.v1.CandidateExplanation;
 import io.kvrouter.api.v1.ExplainReply;
 import io.kvrouter.api.v1.FilteredRank;
 import io.kvrouter.api.v1.WorkerEndpoint;
-import io.kvrouter.cluster.ModelClient;
+import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.explain.Explanation;
 import io.kvrouter.core.selection.RequestLimits;

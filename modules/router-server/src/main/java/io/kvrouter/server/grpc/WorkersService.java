@@ -16,8 +16,8 @@ import io.kvrouter.api.v1.Registered;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersPowerApi;
-import io.kvrouter.cluster.KvEventFanout;
-import io.kvrouter.cluster.KvEventRecord;
+import io.kvrouter.cluster.kvevents.KvEventFanout;
+import io.kvrouter.cluster.kvevents.KvEventRecord;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.membership.RankReport;
@@ -50,9 +50,8 @@ public final class WorkersService implements WorkersPowerApi {
     return Calls.counted(metrics, "Register", () -> {
       WorkerConfig config = mapping.toWorkerConfig(in, cluster.region());
       // a worker of another region joins that region's pool, through its admission actor
-      CompletionStage<io.kvrouter.core.membership.Registered> registered = config.region().equals(cluster.region())
-          ? cluster.client(in.getModel()).register(config, Deadlines.remaining(metadata))
-          : cluster.regions().register(config, in.getModel(), Deadlines.remaining(metadata));
+      CompletionStage<io.kvrouter.core.membership.Registered> registered = cluster.client(in.getModel(),
+          config.region()).register(config, Deadlines.remaining(metadata));
       return registered
           .thenApplyAsync(r -> Registered.newBuilder().setCreated(r.created()).setViewVersion(r.viewVersion())
               .build(), SAME_THREAD);

@@ -1,6 +1,6 @@
 package io.kvrouter.server.metrics;
 
-import io.kvrouter.cluster.ModelClient;
+import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.indexer.ModelKvIndex;

@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.kvevents;
 
 import io.kvrouter.core.indexer.KvEvent;
 import io.kvrouter.core.indexer.StorageTier;

@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.replication;
 
 import com.typesafe.config.Config;
 import java.time.Duration;

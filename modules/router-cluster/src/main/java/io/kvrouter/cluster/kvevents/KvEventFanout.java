@@ -1,18 +1,13 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.kvevents;
 
 import com.typesafe.config.Config;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.indexer.KvEventSequencer;
-import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.SelectionView;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
-import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -20,6 +15,9 @@ import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.typed.Cluster;
+import io.kvrouter.cluster.models.ModelSlot;
+import io.kvrouter.cluster.models.ModelSlots;
+import io.kvrouter.cluster.serialization.CborSerializable;
 
 /**
  * Applies a worker's KV events to the index of every node of the region that serves the model: at once on the node
@@ -55,50 +53,42 @@ public final class KvEventFanout {
    */
   public record Applied(int applied, int held, long gaps) {}
 
-  private final ViewRegistry registry;
-  private final Function<String, ModelKvIndex> indexes;
+  private final ModelSlots<?> slots;
   private final ActorRef<Topic.Command<Published>> topic;
   private final String self;
   private final int blocksPerKvBlock;
-  private final KvEventSequencer.Settings reorder;
-  private final LongSupplier clock;
-  private final Map<String, KvEventSequencer> sequencers = new ConcurrentHashMap<>();
 
   /**
    * @param blocksPerKvBlock how many index blocks a rank may hold per KV block of its registered capacity
    *     ({@code kvrouter.kv-index.blocks-per-kv-block})
-   * @param clock the reorder window's clock
+   * @param tick how often held events are aged ({@link #tickInterval})
    */
-  KvEventFanout(ActorSystem<?> system, ViewRegistry registry, Function<String, ModelKvIndex> indexes,
-      int blocksPerKvBlock, LongSupplier clock) {
-    this.registry = registry;
+  public KvEventFanout(ActorSystem<?> system, ModelSlots<?> slots, int blocksPerKvBlock, Duration tick) {
+    this.slots = slots;
     this.blocksPerKvBlock = blocksPerKvBlock;
-    this.indexes = indexes;
-    this.clock = clock;
-    this.reorder = reorderSettings(system.settings().config());
     Cluster cluster = Cluster.get(system);
     this.self = cluster.selfMember().address().toString();
     String region = cluster.selfMember().dataCenter();
     this.topic = system.systemActorOf(Topic.create(Published.class, topicName(region)), "kv-events-topic",
         Props.empty());
-    ActorRef<Command> subscriber = system.systemActorOf(subscriber(tickInterval(reorder)), "kv-events-subscriber",
+    ActorRef<Command> subscriber = system.systemActorOf(subscriber(tick), "kv-events-subscriber",
         Props.empty());
     topic.tell(Topic.subscribe(subscriber.narrow()));
   }
 
   /** The region's KV event topic: pub-sub topics are cluster-wide, so the name scopes it to one region. */
-  static String topicName(String region) {
+  public static String topicName(String region) {
     return "kv-events-" + region;
   }
 
   /** {@code kvrouter.kv-index.reorder-window} and {@code reorder-max-held}. */
-  static KvEventSequencer.Settings reorderSettings(Config config) {
+  public static KvEventSequencer.Settings reorderSettings(Config config) {
     return new KvEventSequencer.Settings(config.getDuration("kvrouter.kv-index.reorder-window").toMillis(),
         config.getInt("kvrouter.kv-index.reorder-max-held"));
   }
 
   /** A quarter of the window (at least 1 ms): a held event waits at most the window and one tick. */
-  static Duration tickInterval(KvEventSequencer.Settings settings) {
+  public static Duration tickInterval(KvEventSequencer.Settings settings) {
     return Duration.ofMillis(Math.max(1, settings.windowMillis() / 4));
   }
 
@@ -107,10 +97,11 @@ public final class KvEventFanout {
       timers.startTimerWithFixedDelay(Tick.INSTANCE, tick);
       return Behaviors.receive(Command.class)
           .onMessage(Published.class, batch -> {
-            SelectionView view = registry.view(batch.model());
+            ModelSlot<?> slot = slots.find(batch.model());
+            SelectionView view = slot == null ? null : slot.view();
             WorkerConfig worker = view == null ? null : view.worker(batch.workerId());
             if (!batch.origin().equals(self) && worker != null) {
-              applyLocally(batch.model(), worker, batch.dpRank(), batch.events());
+              applyLocally(slot, worker, batch.dpRank(), batch.events());
             }
             return Behaviors.same();
           })
@@ -127,7 +118,8 @@ public final class KvEventFanout {
    * INVALID_ARGUMENT for a rank the worker does not have; nothing is applied then.
    */
   public Applied publish(String model, String workerId, int dpRank, List<KvEventRecord> events) {
-    SelectionView view = registry.view(model);
+    ModelSlot<?> slot = slots.find(model);
+    SelectionView view = slot == null ? null : slot.view();
     if (view == null || view.isEmpty()) {
       throw RoutingError.unknownModel(model).toException();
     }
@@ -136,36 +128,25 @@ public final class KvEventFanout {
       throw WorkerConfig.unknownWorker(model, workerId);
     }
     worker.requireRank(dpRank);
-    Applied applied = applyLocally(model, worker, dpRank, events);
+    Applied applied = applyLocally(slot, worker, dpRank, events);
     topic.tell(Topic.publish(new Published(self, model, workerId, dpRank, events)));
     return applied;
   }
 
   /** What this node's sequencer of the model holds and declared (zeros when it has none). */
   public KvEventSequencer.Counters reorderCounters(String model) {
-    KvEventSequencer sequencer = sequencers.get(model);
-    return sequencer == null ? KvEventSequencer.Counters.NONE : sequencer.counters();
+    ModelSlot<?> slot = slots.find(model);
+    return slot == null ? KvEventSequencer.Counters.NONE : slot.sequencer().counters();
   }
 
-  private Applied applyLocally(String model, WorkerConfig worker, int dpRank, List<KvEventRecord> events) {
+  private Applied applyLocally(ModelSlot<?> slot, WorkerConfig worker, int dpRank, List<KvEventRecord> events) {
     int maxBlocks = (int) Math.min(Integer.MAX_VALUE, (long) worker.totalKvBlocks() * blocksPerKvBlock);
     List<KvEventSequencer.Sequenced> sequenced = new ArrayList<>(events.size());
     for (KvEventRecord event : events) {
       sequenced.add(new KvEventSequencer.Sequenced(event.eventId(), event.toEvent()));
     }
-    KvEventSequencer.Outcome outcome = sequencer(model).offer(worker.rank(dpRank), maxBlocks, sequenced);
+    KvEventSequencer.Outcome outcome = slot.sequencer().offer(worker.rank(dpRank), maxBlocks, sequenced);
     return new Applied(outcome.applied(), outcome.held(), outcome.gaps());
-  }
-
-  /** The sequencer feeding the model's current index (a model forgotten and known again has a new index). */
-  private KvEventSequencer sequencer(String model) {
-    ModelKvIndex index = indexes.apply(model);
-    KvEventSequencer current = sequencers.get(model);
-    if (current != null && current.index() == index) {
-      return current;
-    }
-    return sequencers.compute(model, (m, existing) -> existing != null && existing.index() == index
-        ? existing : new KvEventSequencer(index, reorder, clock));
   }
 
   /**
@@ -173,14 +154,13 @@ public final class KvEventFanout {
    * has in its view.
    */
   private void expireHeld() {
-    sequencers.forEach((model, sequencer) -> {
-      SelectionView view = registry.view(model);
-      if (view == null) {
-        sequencers.remove(model, sequencer);
-        return;
+    for (ModelSlot<?> slot : slots.all()) {
+      SelectionView view = slot.view();
+      KvEventSequencer sequencer = slot.sequencer();
+      if (view != null) {
+        sequencer.retainWorkers(workerId -> view.worker(workerId) != null);
       }
-      sequencer.retainWorkers(workerId -> view.worker(workerId) != null);
       sequencer.expire();
-    });
+    }
   }
 }

@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.admission;
 
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.replication.Staleness;

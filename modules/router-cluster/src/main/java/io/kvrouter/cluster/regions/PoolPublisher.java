@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.regions;
 
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.regions.PoolSummary;
@@ -26,12 +26,12 @@ public final class PoolPublisher {
     this.endpoints = endpoints;
   }
 
-  Duration interval() {
+  public Duration interval() {
     return interval;
   }
 
   /** Publishes the summary of {@code state}'s pool as of now (no workers: the pool is gone). */
-  void publish(AdmissionState state, long sequence) {
+  public void publish(AdmissionState state, long sequence) {
     topic.tell(Topic.publish(new PoolSummaries.Published(
         PoolSummary.of(region, state.view(), state.pending(), endpoints.get(), sequence))));
   }

@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.admission;
 
 import com.typesafe.config.Config;
 import io.kvrouter.core.admission.AdmissionSettings;
@@ -44,7 +44,8 @@ public record AdmissionConfig(AdmissionSettings settings, Duration askTimeout, D
   public static AdmissionConfig fromConfig(Config config) {
     Config c = config.getConfig("kvrouter.admission");
     return new AdmissionConfig(
-        new AdmissionSettings(c.getDuration("lease"), c.getDuration("heartbeat-timeout")),
+        new AdmissionSettings(c.getDuration("lease"), c.getDuration("heartbeat-timeout"),
+            config.getBoolean("kvrouter.replication.enabled")),
         c.getDuration("ask-timeout"),
         c.getDuration("deadline-margin"),
         c.getDuration("expiry-interval"),

@@ -1,5 +1,7 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.admission;
 
+import io.kvrouter.cluster.models.ModelSlot;
+import io.kvrouter.cluster.replication.ReplicaActor;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.replication.ModelReplica;
 import io.kvrouter.core.replication.RecoveredState;
@@ -30,16 +32,22 @@ final class AdmissionRecovery {
 
   private final ActorContext<ModelAdmission.Command> context;
   private final String model;
+  private final ModelSlot<ModelAdmission.Command> slot;
+  /** Where the replica actors answer (the actor's adapter, which wraps their replies in FromReplica). */
+  private final ActorRef<ReplicaActor.Reply> replies;
   private final ModelAdmission.Environment env;
   private final TimerScheduler<ModelAdmission.Command> timers;
   private final StashBuffer<ModelAdmission.Command> stash;
   private final Function<AdmissionState, Behavior<ModelAdmission.Command>> running;
 
   private AdmissionRecovery(ActorContext<ModelAdmission.Command> context, String model,
-      ModelAdmission.Environment env, TimerScheduler<ModelAdmission.Command> timers,
-      StashBuffer<ModelAdmission.Command> stash, Function<AdmissionState, Behavior<ModelAdmission.Command>> running) {
+      ModelSlot<ModelAdmission.Command> slot, ActorRef<ReplicaActor.Reply> replies, ModelAdmission.Environment env,
+      TimerScheduler<ModelAdmission.Command> timers, StashBuffer<ModelAdmission.Command> stash,
+      Function<AdmissionState, Behavior<ModelAdmission.Command>> running) {
     this.context = context;
     this.model = model;
+    this.slot = slot;
+    this.replies = replies;
     this.env = env;
     this.timers = timers;
     this.stash = stash;
@@ -48,28 +56,29 @@ final class AdmissionRecovery {
 
   /** @param running builds the running actor around its state */
   static Behavior<ModelAdmission.Command> start(ActorContext<ModelAdmission.Command> context, String model,
-      ModelAdmission.Environment env, TimerScheduler<ModelAdmission.Command> timers,
-      StashBuffer<ModelAdmission.Command> stash, Function<AdmissionState, Behavior<ModelAdmission.Command>> running) {
-    AdmissionRecovery recovery = new AdmissionRecovery(context, model, env, timers, stash, running);
+      ModelSlot<ModelAdmission.Command> slot, ActorRef<ReplicaActor.Reply> replies, ModelAdmission.Environment env,
+      TimerScheduler<ModelAdmission.Command> timers, StashBuffer<ModelAdmission.Command> stash,
+      Function<AdmissionState, Behavior<ModelAdmission.Command>> running) {
+    AdmissionRecovery recovery = new AdmissionRecovery(context, model, slot, replies, env, timers, stash, running);
     if (!env.replication().enabled()) {
       return running.apply(recovery.fresh());
     }
-    Set<ActorRef<ReplicaNode.Command>> asked = env.peers().all();
-    asked.forEach(peer -> peer.tell(new ReplicaNode.QueryStamp(model, context.getSelf())));
+    Set<ActorRef<ReplicaActor.Command>> asked = env.replicas().all();
+    asked.forEach(peer -> peer.tell(new ReplicaActor.QueryStamp(model, replies)));
     timers.startSingleTimer(TIMER, ModelAdmission.RecoveryTimeout.INSTANCE,
         env.replication().recoveryQueryTimeout());
     return recovery.awaitingStamps(asked.size(), new HashMap<>());
   }
 
   private AdmissionState fresh() {
-    return new AdmissionState(model, env.settings(), env.clock(), env.kvIndex().apply(model),
-        env.registry()::publish, 0, env.clock().millis());
+    return new AdmissionState(model, env.settings(), env.clock(), slot.kvIndex(), slot::publish, 0,
+        env.clock().millis());
   }
 
   private Behavior<ModelAdmission.Command> awaitingStamps(int asked,
-      Map<ActorRef<ReplicaNode.Command>, ModelAdmission.ReplicaStamp> stamps) {
+      Map<ActorRef<ReplicaActor.Command>, ReplicaActor.Stamp> stamps) {
     return waiting(command -> {
-      if (command instanceof ModelAdmission.ReplicaStamp stamp) {
+      if (command instanceof ModelAdmission.FromReplica from && from.reply() instanceof ReplicaActor.Stamp stamp) {
         stamps.put(stamp.peer(), stamp);
         return stamps.size() >= asked ? pullFreshest(stamps) : null;
       }
@@ -83,32 +92,33 @@ final class AdmissionRecovery {
   }
 
   private Behavior<ModelAdmission.Command> pullFreshest(
-      Map<ActorRef<ReplicaNode.Command>, ModelAdmission.ReplicaStamp> stamps) {
-    List<ModelAdmission.ReplicaStamp> held = new ArrayList<>(stamps.values().stream()
-        .filter(ModelAdmission.ReplicaStamp::held).toList());
-    held.sort(Comparator.comparingLong(ModelAdmission.ReplicaStamp::epoch)
-        .thenComparingLong(ModelAdmission.ReplicaStamp::seq).reversed());
+      Map<ActorRef<ReplicaActor.Command>, ReplicaActor.Stamp> stamps) {
+    List<ReplicaActor.Stamp> held = new ArrayList<>(stamps.values().stream()
+        .filter(ReplicaActor.Stamp::held).toList());
+    held.sort(Comparator.comparingLong(ReplicaActor.Stamp::epoch)
+        .thenComparingLong(ReplicaActor.Stamp::seq).reversed());
     return pull(held);
   }
 
   /** Pulls the first candidate's copy; if its chunks do not all arrive in time, the next one's. */
-  private Behavior<ModelAdmission.Command> pull(List<ModelAdmission.ReplicaStamp> candidates) {
+  private Behavior<ModelAdmission.Command> pull(List<ReplicaActor.Stamp> candidates) {
     if (candidates.isEmpty()) {
       return finish(fresh());
     }
-    ModelAdmission.ReplicaStamp candidate = candidates.get(0);
-    candidate.peer().tell(new ReplicaNode.PullSnapshot(model, context.getSelf()));
+    ReplicaActor.Stamp candidate = candidates.get(0);
+    candidate.peer().tell(new ReplicaActor.PullSnapshot(model, replies));
     timers.startSingleTimer(TIMER, ModelAdmission.RecoveryTimeout.INSTANCE,
         env.replication().recoveryQueryTimeout());
     // the chunks are assembled in a replica of their own, which feeds nothing
     ModelReplica copy = new ModelReplica(model, env.settings().heartbeatTimeout().toMillis(), KvOverlapSource.NONE,
         view -> { });
     return waiting(command -> {
-      if (command instanceof ModelAdmission.RecoveryChunk received
+      if (command instanceof ModelAdmission.FromReplica from
+          && from.reply() instanceof ReplicaActor.RecoveryChunk received
           && copy.apply(received.chunk(), env.clock().millis()) == ModelReplica.Outcome.APPLIED) {
         RecoveredState recovered = copy.recoveredState();
         return finish(recovered == null ? fresh() : AdmissionState.recover(model, env.settings(), env.clock(),
-            env.kvIndex().apply(model), env.registry()::publish, recovered, env.replication().recoveryWindow()));
+            slot.kvIndex(), slot::publish, recovered, env.replication().recoveryWindow()));
       }
       if (command == ModelAdmission.RecoveryTimeout.INSTANCE) {
         context.getLog().warn("model '{}': the copy of {} did not arrive in time", model, candidate.peer());
@@ -142,10 +152,9 @@ final class AdmissionRecovery {
           if (command == ModelAdmission.Stop.INSTANCE) {
             return Behaviors.stopped();
           }
-          if (command instanceof ModelAdmission.ReplicaStamp || command instanceof ModelAdmission.RecoveryChunk
-              || command == ModelAdmission.RecoveryTimeout.INSTANCE || command == ModelAdmission.Wake.INSTANCE
-              || command == ModelAdmission.Flush.INSTANCE || command == ModelAdmission.ExpireLeases.INSTANCE
-              || command instanceof ModelAdmission.ReplicaAck || command instanceof ModelAdmission.SnapshotWanted) {
+          if (command instanceof ModelAdmission.FromReplica || command == ModelAdmission.RecoveryTimeout.INSTANCE
+              || command == ModelAdmission.Wake.INSTANCE || command == ModelAdmission.Flush.INSTANCE
+              || command == ModelAdmission.ExpireLeases.INSTANCE) {
             return Behaviors.same();
           }
           if (stash.isFull()) {

@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.regions;
 
 import com.typesafe.config.Config;
 import java.time.Duration;

@@ -1,5 +1,12 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.admission;
 
+import io.kvrouter.cluster.models.ModelSlot;
+import io.kvrouter.cluster.models.ModelSlots;
+import io.kvrouter.cluster.regions.PoolPublisher;
+import io.kvrouter.cluster.replication.ReplicaActor;
+import io.kvrouter.cluster.replication.ReplicaListing;
+import io.kvrouter.cluster.replication.ReplicationConfig;
+import io.kvrouter.cluster.serialization.CborSerializable;
 import io.kvrouter.core.admission.AdmissionSettings;
 import io.kvrouter.core.admission.AdmissionState;
 import io.kvrouter.core.admission.BookOutcome;
@@ -8,27 +15,23 @@ import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.admission.Completion;
 import io.kvrouter.core.admission.ModelSnapshot;
 import io.kvrouter.core.admission.MutationResult;
-import io.kvrouter.core.membership.RankReport;
-import io.kvrouter.core.membership.Registered;
-import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.replication.ReplicaDelta;
-import io.kvrouter.core.replication.SnapshotChunk;
-import io.kvrouter.core.membership.ViewState;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.explain.DecisionKind;
 import io.kvrouter.core.explain.DecisionLog;
 import io.kvrouter.core.explain.Explanation;
-import io.kvrouter.core.selection.KvOverlapSource;
-import io.kvrouter.core.error.RoutingError;
-import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.core.membership.RankReport;
+import io.kvrouter.core.membership.Registered;
+import io.kvrouter.core.membership.ViewState;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.ReplicationSender;
+import io.kvrouter.core.replication.SnapshotChunk;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.function.Consumer;
-import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -48,9 +51,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * receive only Selects, which never reach it); it passivates itself once its model holds nothing.
  *
  * <p>It replicates its state to the other nodes of its region: a command that changed something starts a single
- * timer ({@code kvrouter.replication.interval}) whose expiry sends one {@link ReplicaDelta} to every peer's
- * {@link ReplicaNode}; each peer acknowledges it, and a peer that is new, reports a gap or has not acknowledged within
- * {@code resend-after} gets a full snapshot in chunks. It starts by recovering the freshest replica of its region
+ * timer ({@code kvrouter.replication.interval}) whose expiry runs its {@link ReplicationSender}, which sends each
+ * peer's {@link ReplicaActor} what it needs. It starts by recovering the freshest replica of its region
  * ({@link AdmissionRecovery}).
  */
 public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Command> {
@@ -63,13 +65,17 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record Deregister(String workerId, ActorRef<DeregisterReply> replyTo) implements Command {}
 
-  public record ReportLoad(String workerId, List<RankReport> ranks, ActorRef<Ack> replyTo) implements Command {}
+  public record ReportLoad(String workerId, List<RankReport> ranks, ActorRef<LoadReply> replyTo) implements Command {}
 
   public record SetPolicy(String policy, Map<String, String> parameters, ActorRef<PolicyReply> replyTo)
       implements Command {}
 
-  /** {@code deadlineMillis} is on the admission clock (0: none); {@code nonce} identifies this call for CancelBook. */
-  public record Book(SelectionRequest request, long nonce, long deadlineMillis, ActorRef<BookReply> replyTo)
+  /**
+   * {@code timeoutMillis}: how long the caller waits for the answer (0: no bound). The actor bounds a queue wait by
+   * it on its own clock, from when it takes the Book: deadlines travel as durations, never as another node's clock
+   * reading. {@code nonce} identifies this call for CancelBook.
+   */
+  public record Book(SelectionRequest request, long nonce, long timeoutMillis, ActorRef<BookReply> replyTo)
       implements Command {}
 
   public record CancelBook(String requestId, long nonce) implements Command {}
@@ -111,53 +117,56 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     INSTANCE
   }
 
-  /** A peer applied everything up to {@code seq} of {@code epoch}. */
-  public record ReplicaAck(ActorRef<ReplicaNode.Command> peer, long epoch, long seq) implements Command {}
-
-  /** A peer missed a delta (or has not got this epoch's snapshot): it needs a full snapshot. */
-  public record SnapshotWanted(ActorRef<ReplicaNode.Command> peer, long epoch) implements Command {}
-
-  /** A peer's answer to a recovering actor: how fresh its copy is ({@code held} false: it has none). */
-  public record ReplicaStamp(ActorRef<ReplicaNode.Command> peer, long epoch, long seq, boolean held)
-      implements Command {}
-
-  /** One chunk of the copy a recovering actor pulled. */
-  public record RecoveryChunk(SnapshotChunk chunk) implements Command {}
+  /** A replica actor's answer (an ack, a gap, a recovery stamp or chunk), through this actor's message adapter. */
+  record FromReplica(ReplicaActor.Reply reply) implements Command {}
 
   /** Recovery's wait for stamps or chunks ended. */
   enum RecoveryTimeout implements Command {
     INSTANCE
   }
 
+  // ---- replies: one sealed type per command that can be refused; Refused is the refusal of each
+
+  /** A command the actor refused, with why. */
+  public record Refused(RoutingError error)
+      implements RegisterReply, DeregisterReply, LoadReply, PolicyReply, BookReply {}
+
+  public sealed interface RegisterReply extends CborSerializable {}
+
   /** {@code view}: the model's view after the call, for the relaying node to adopt before it answers. */
-  public record RegisterReply(Registered registered, ViewState view, RoutingError error) implements CborSerializable {}
+  public record WorkerRegistered(Registered registered, ViewState view) implements RegisterReply {}
 
-  public record DeregisterReply(int droppedBookings, ViewState view, RoutingError error) implements CborSerializable {}
+  public sealed interface DeregisterReply extends CborSerializable {}
 
-  public record Ack(RoutingError error) implements CborSerializable {}
+  public record WorkerDeregistered(int droppedBookings, ViewState view) implements DeregisterReply {}
+
+  public sealed interface LoadReply extends CborSerializable {}
+
+  public enum LoadApplied implements LoadReply {
+    INSTANCE
+  }
+
+  public sealed interface PolicyReply extends CborSerializable {}
+
+  public record PolicyChanged(String policy, long viewVersion, ViewState view) implements PolicyReply {}
+
+  public sealed interface BookReply extends CborSerializable {}
+
+  public record Booked(BookingAnswer answer) implements BookReply {}
 
   /** The outcome of a Release, MarkPrefillDone or Renew (with the booked rank's new load, for the relaying node). */
   public record MutationReply(MutationResult result) implements CborSerializable {}
 
-  public record PolicyReply(String policy, long viewVersion, ViewState view, RoutingError error)
-      implements CborSerializable {}
-
   /** The model's state, the address of the node hosting its actor and the last replication seq it sent. */
   public record StateReply(ModelSnapshot snapshot, String hostNode, long replicationSeq) implements CborSerializable {}
-
-  public record BookReply(BookingAnswer answer, RoutingError error) implements CborSerializable {}
 
   /** Books decided by the actor on {@code hostNode}, newest first (none when its node records no decisions). */
   public record BookDecisionsReply(List<Explanation> decisions, String hostNode) implements CborSerializable {}
 
-  /**
-   * What the node gives each admission actor it hosts. {@code forget} drops whatever the node keeps for a model (view,
-   * facade, KV index, local-actor slot) once its actor has passivated.
-   */
-  public record Environment(AdmissionSettings settings, Clock clock, ViewRegistry registry,
-      Duration expiryInterval, Function<String, KvOverlapSource> kvIndex, LocalAdmissions locals,
-      Consumer<String> forget, ReplicationConfig replication, ReplicaPeers peers, String hostNode,
-      Function<String, DecisionLog> decisions, PoolPublisher pools) {}
+  /** What the node gives each admission actor it hosts. */
+  public record Environment(AdmissionSettings settings, Clock clock, ModelSlots<Command> slots,
+      Duration expiryInterval, ReplicationConfig replication, ReplicaListing replicas, String hostNode,
+      PoolPublisher pools) {}
 
   private static final Object FLUSH_TIMER = "flush";
   private static final Object RESEND_TIMER = "resend";
@@ -165,41 +174,57 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   static final int STASH_CAPACITY = 10_000;
 
   private final AdmissionState state;
+  private final ModelSlot<Command> slot;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
-  private final LocalAdmissions locals;
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final Environment env;
   private final TimerScheduler<Command> timers;
-  /** Replication to each peer's replica actor; a listed peer missing here gets a snapshot at the next flush. */
-  private final Map<ActorRef<ReplicaNode.Command>, PeerProgress> peers = new HashMap<>();
+  private final ReplicationSender<ActorRef<ReplicaActor.Command>> sender;
+  private final ReplicationSender.Transport<ActorRef<ReplicaActor.Command>> transport;
   /** The last pool summary's sequence number in this incarnation (0: none published yet). */
   private long poolSequence;
 
   /** @param shard the entity's shard, which passivates it */
   public static Behavior<Command> create(String model, ActorRef<ClusterSharding.ShardCommand> shard, Environment env) {
-    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY,
-        stash -> AdmissionRecovery.start(ctx, model, env, timers, stash,
-            state -> new ModelAdmission(ctx, shard, env, timers, state)))));
+    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
+      ModelSlot<Command> slot = env.slots().open(model);
+      ActorRef<ReplicaActor.Reply> replies = ctx.messageAdapter(ReplicaActor.Reply.class, FromReplica::new);
+      return AdmissionRecovery.start(ctx, model, slot, replies, env, timers, stash,
+          state -> new ModelAdmission(ctx, slot, shard, env, timers, replies, state));
+    })));
   }
 
-  private ModelAdmission(ActorContext<Command> context, ActorRef<ClusterSharding.ShardCommand> shard,
-      Environment env, TimerScheduler<Command> timers, AdmissionState state) {
+  private ModelAdmission(ActorContext<Command> context, ModelSlot<Command> slot,
+      ActorRef<ClusterSharding.ShardCommand> shard, Environment env, TimerScheduler<Command> timers,
+      ActorRef<ReplicaActor.Reply> replies, AdmissionState state) {
     super(context);
-    this.locals = env.locals();
+    this.slot = slot;
     this.shard = shard;
     this.env = env;
     this.timers = timers;
     this.state = state;
+    this.sender = new ReplicationSender<>(env.replication().resendAfter().toMillis(),
+        env.replication().maxChunkBytes());
+    this.transport = new ReplicationSender.Transport<>() {
+      @Override
+      public void delta(ActorRef<ReplicaActor.Command> peer, ReplicaDelta delta) {
+        peer.tell(new ReplicaActor.Delta(delta, replies));
+      }
+
+      @Override
+      public void chunk(ActorRef<ReplicaActor.Command> peer, SnapshotChunk chunk) {
+        peer.tell(new ReplicaActor.Chunk(chunk, replies));
+      }
+    };
     timers.startTimerWithFixedDelay(ExpireLeases.INSTANCE, env.expiryInterval());
-    state.setReplicationEnabled(env.replication().enabled());
-    state.recordDecisionsTo(env.decisions().apply(state.model()));
+    state.recordDecisionsTo(slot.decisions());
     if (env.replication().enabled()) {
       // every peer is new to this incarnation: the first flush sends each a snapshot of this epoch
       timers.startTimerWithFixedDelay(RESEND_TIMER, Flush.INSTANCE, env.replication().resendAfter());
       scheduleFlush();
     }
     timers.startTimerWithFixedDelay(PublishPool.INSTANCE, env.pools().interval());
-    locals.started(state.model(), context.getSelf());
+    slot.admissionStarted(context.getSelf());
     context.getLog().debug("admission for model '{}' started, epoch {}", state.model(), state.epoch());
   }
 
@@ -231,25 +256,22 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
           }
           return this;
         })
-        .onMessage(ReplicaAck.class, this::onReplicaAck)
-        .onMessage(SnapshotWanted.class, this::onSnapshotWanted)
+        .onMessage(FromReplica.class, this::onReplica)
         .onMessageEquals(Wake.INSTANCE, () -> this)
-        .onMessage(ReplicaStamp.class, m -> this)
-        .onMessage(RecoveryChunk.class, m -> this)
         .onMessageEquals(RecoveryTimeout.INSTANCE, () -> this)
         .onMessageEquals(Stop.INSTANCE, () -> {
           flush();
           return Behaviors.stopped();
         })
         .onSignal(PostStop.class, signal -> {
-          locals.stopped(state.model(), getContext().getSelf());
+          slot.admissionStopped(getContext().getSelf());
           return this;
         })
         .build();
   }
 
   private BookDecisionsReply bookDecisions(int limit) {
-    DecisionLog log = env.decisions().apply(state.model());
+    DecisionLog log = slot.decisions();
     List<Explanation> books = log == null ? List.of() : log.newest(0).stream()
         .filter(d -> d.kind() == DecisionKind.BOOK)
         .limit(limit <= 0 ? Long.MAX_VALUE : limit)
@@ -281,7 +303,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     publishPool();
     ActorRef<Command> self = getContext().getSelf();
     // facades fall back to the region, which buffers commands while the shard passivates the actor
-    locals.stopped(state.model(), self);
+    slot.admissionStopped(self);
     shard.tell(new ClusterSharding.Passivate<>(self));
     getContext().getLog().debug("admission for model '{}' holds nothing: passivating", state.model());
     return passivating();
@@ -300,17 +322,15 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessageEquals(ExpireLeases.INSTANCE, Behaviors::same)
         .onMessageEquals(Flush.INSTANCE, Behaviors::same)
         .onMessageEquals(PublishPool.INSTANCE, Behaviors::same)
-        .onMessage(ReplicaAck.class, m -> Behaviors.same())
-        .onMessage(SnapshotWanted.class, m -> Behaviors.same())
+        .onMessage(FromReplica.class, m -> Behaviors.same())
         .onMessage(Command.class, command -> {
           region.tell(command);
           return Behaviors.same();
         })
         .onSignal(PostStop.class, signal -> {
-          locals.stopped(state.model(), getContext().getSelf());
-          env.forget().accept(state.model());
-          // whatever copy this node kept from an earlier owner is older than what this incarnation held
-          env.peers().self().tell(new ReplicaNode.Forget(state.model()));
+          slot.admissionStopped(getContext().getSelf());
+          // the node forgets the model, with whatever copy it kept from an earlier owner
+          env.slots().close(state.model(), slot);
           return Behaviors.same();
         })
         .build();
@@ -319,42 +339,43 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private Behavior<Command> onRegister(Register m) {
     try {
       Registered registered = state.register(m.config());
-      return reply(m.replyTo(), new RegisterReply(registered, state.viewState(), null));
+      return reply(m.replyTo(), new WorkerRegistered(registered, state.viewState()));
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new RegisterReply(null, null, e.error()));
+      return reply(m.replyTo(), new Refused(e.error()));
     }
   }
 
   private Behavior<Command> onDeregister(Deregister m) {
     try {
       int dropped = state.deregister(m.workerId());
-      return reply(m.replyTo(), new DeregisterReply(dropped, state.viewState(), null));
+      return reply(m.replyTo(), new WorkerDeregistered(dropped, state.viewState()));
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new DeregisterReply(0, null, e.error()));
+      return reply(m.replyTo(), new Refused(e.error()));
     }
   }
 
   private Behavior<Command> onReportLoad(ReportLoad m) {
     try {
       state.reportLoad(m.workerId(), m.ranks());
-      return reply(m.replyTo(), new Ack(null));
+      return reply(m.replyTo(), LoadApplied.INSTANCE);
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new Ack(e.error()));
+      return reply(m.replyTo(), new Refused(e.error()));
     }
   }
 
   private Behavior<Command> onSetPolicy(SetPolicy m) {
     try {
       long version = state.setPolicy(m.policy(), m.parameters());
-      return reply(m.replyTo(), new PolicyReply(state.view().policy().policy().wireName(), version,
-          state.viewState(), null));
+      return reply(m.replyTo(), new PolicyChanged(state.view().policy().policy().wireName(), version,
+          state.viewState()));
     } catch (RoutingException e) {
-      return reply(m.replyTo(), new PolicyReply(null, 0, null, e.error()));
+      return reply(m.replyTo(), new Refused(e.error()));
     }
   }
 
   private Behavior<Command> onBook(Book m) {
-    BookOutcome outcome = state.book(m.request(), m.nonce(), m.deadlineMillis());
+    long deadline = m.timeoutMillis() > 0 ? env.clock().millis() + m.timeoutMillis() : 0;
+    BookOutcome outcome = state.book(m.request(), m.nonce(), deadline);
     if (outcome instanceof BookOutcome.Queued) {
       queued.put(m.nonce(), m.replyTo());
       return afterCommand();
@@ -383,36 +404,16 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   // ---- replication
 
-  /** What this incarnation sent one peer and what the peer acknowledged (seqs of this epoch). */
-  private static final class PeerProgress {
-    long sentSeq;
-    long ackedSeq;
-    /** When the oldest delta not yet acknowledged was sent; 0 when all are. */
-    long waitingSinceMillis;
-    long snapshotSentAtMillis;
-    /** Snapshots sent since the peer last answered; each doubles the wait before the next. */
-    int unansweredSnapshots;
-    boolean wantsSnapshot;
-    long probeSentAtMillis;
-    /** Probes sent since the peer last answered; each doubles the wait before the next. */
-    int unansweredProbes;
-
-    boolean maySnapshot(long nowMillis, long resendAfterMillis) {
-      return nowMillis - snapshotSentAtMillis >= resendAfterMillis << Math.min(unansweredSnapshots, 5);
+  private Behavior<Command> onReplica(FromReplica m) {
+    long now = env.clock().millis();
+    if (m.reply() instanceof ReplicaActor.Acked acked) {
+      sender.acked(acked.peer(), acked.epoch(), acked.seq(), state.epoch(), now);
+    } else if (m.reply() instanceof ReplicaActor.SnapshotWanted wanted
+        && sender.snapshotWanted(wanted.peer(), wanted.epoch(), state.epoch())) {
+      scheduleFlush();
     }
-
-    /** Silent for {@code resend-after} with a delta unacknowledged, and not probed within its backoff. */
-    boolean wantsProbe(long nowMillis, long resendAfterMillis) {
-      return sentSeq > ackedSeq && nowMillis - waitingSinceMillis >= resendAfterMillis
-          && nowMillis - probeSentAtMillis >= resendAfterMillis << Math.min(unansweredProbes, 5);
-    }
-
-    void sent(long seq, long nowMillis) {
-      if (sentSeq <= ackedSeq) {
-        waitingSinceMillis = nowMillis;
-      }
-      sentSeq = Math.max(sentSeq, seq);
-    }
+    // a recovery stamp or chunk arriving late is ignored
+    return this;
   }
 
   private void scheduleFlush() {
@@ -421,82 +422,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     }
   }
 
-  /**
-   * Sends what changed since the last flush to every listed peer that is in step, and a full snapshot (as of this
-   * delta) to a peer that is new or asked for one (at most one snapshot per peer per {@code resend-after}, twice that
-   * after a snapshot the peer did not answer, and so on up to 32 times: a peer that died is not sent a full copy every
-   * few hundred ms until it is removed).
-   *
-   * <p>A peer that has left a delta unacknowledged for {@code resend-after} is not sent a snapshot on that ground
-   * alone: it is most often merely slow (a burst of Books fills its inbound stream), and a copy of the whole ledger
-   * made it slower still (relayed Books, whose answers queue behind it on the same connection, stalled for seconds).
-   * Later deltas reach it anyway, and when nothing changed, an empty delta as the next seq ({@link
-   * AdmissionState#replicaProbe}, backed off like snapshots): a peer that missed a delta then sees the gap and asks.
-   */
   private void flush() {
-    if (!env.replication().enabled()) {
-      return;
+    if (env.replication().enabled()) {
+      sender.flush(state, env.replicas().others(), env.clock().millis(), transport);
     }
-    long now = env.clock().millis();
-    List<ReplicaDelta> deltas = state.drainReplicaDeltas(now, env.replication().maxChunkBytes());
-    Set<ActorRef<ReplicaNode.Command>> listed = env.peers().others();
-    peers.keySet().retainAll(listed);
-    long resendAfter = env.replication().resendAfter().toMillis();
-    if (deltas.isEmpty() && peers.values().stream().anyMatch(p -> p.wantsProbe(now, resendAfter))) {
-      deltas = List.of(state.replicaProbe(now));
-      for (PeerProgress progress : peers.values()) {
-        if (progress.wantsProbe(now, resendAfter)) {
-          progress.probeSentAtMillis = now;
-          progress.unansweredProbes++;
-        }
-      }
-    }
-    List<ActorRef<ReplicaNode.Command>> behind = new ArrayList<>();
-    for (ActorRef<ReplicaNode.Command> peer : listed) {
-      PeerProgress progress = peers.get(peer);
-      if (progress == null || (progress.wantsSnapshot && progress.maySnapshot(now, resendAfter))) {
-        behind.add(peer);
-      } else if (!deltas.isEmpty()) {
-        for (ReplicaDelta delta : deltas) {
-          peer.tell(new ReplicaNode.Delta(delta, getContext().getSelf()));
-        }
-        progress.sent(state.replicationSeq(), now);
-      }
-    }
-    if (behind.isEmpty()) {
-      return;
-    }
-    List<SnapshotChunk> chunks = state.replicaSnapshot(now, env.replication().maxChunkBytes());
-    for (ActorRef<ReplicaNode.Command> peer : behind) {
-      chunks.forEach(chunk -> peer.tell(new ReplicaNode.Chunk(chunk, getContext().getSelf())));
-      PeerProgress progress = peers.computeIfAbsent(peer, p -> new PeerProgress());
-      progress.wantsSnapshot = false;
-      progress.snapshotSentAtMillis = now;
-      progress.unansweredSnapshots++;
-      progress.sent(state.replicationSeq(), now);
-    }
-  }
-
-  private Behavior<Command> onReplicaAck(ReplicaAck m) {
-    PeerProgress progress = peers.get(m.peer());
-    if (progress != null && m.epoch() == state.epoch() && m.seq() > progress.ackedSeq) {
-      progress.ackedSeq = m.seq();
-      progress.unansweredSnapshots = 0;
-      progress.unansweredProbes = 0;
-      // the peer made progress: its next wait starts now
-      progress.waitingSinceMillis = progress.ackedSeq >= progress.sentSeq ? 0 : env.clock().millis();
-    }
-    return this;
-  }
-
-  private Behavior<Command> onSnapshotWanted(SnapshotWanted m) {
-    PeerProgress progress = peers.get(m.peer());
-    if (progress != null && m.epoch() == state.epoch()) {
-      progress.wantsSnapshot = true;
-      progress.unansweredSnapshots = 0;
-      scheduleFlush();
-    }
-    return this;
   }
 
   /** Answers queued Books that the last command decided. */
@@ -511,10 +440,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private static BookReply toReply(BookOutcome outcome) {
     if (outcome instanceof BookOutcome.Booked booked) {
-      return new BookReply(booked.answer(), null);
+      return new Booked(booked.answer());
     }
     if (outcome instanceof BookOutcome.Rejected rejected) {
-      return new BookReply(null, rejected.error());
+      return new Refused(rejected.error());
     }
     throw new IllegalStateException("a queued Book has no reply yet");
   }

@@ -1,4 +1,4 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.explain;
 
 import com.typesafe.config.Config;
 import io.kvrouter.core.explain.DecisionLog;

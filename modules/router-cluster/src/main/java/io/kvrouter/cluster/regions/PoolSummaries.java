@@ -1,5 +1,6 @@
-package io.kvrouter.cluster;
+package io.kvrouter.cluster.regions;
 
+import io.kvrouter.cluster.serialization.CborSerializable;
 import io.kvrouter.core.regions.PoolChooser;
 import io.kvrouter.core.regions.PoolSummary;
 import java.time.Duration;
@@ -44,7 +45,7 @@ public final class PoolSummaries {
   private final long staleAfterMillis;
   private final long forgetAfterMillis;
 
-  PoolSummaries(LongSupplier millis, RegionsConfig config) {
+  public PoolSummaries(LongSupplier millis, RegionsConfig config) {
     this.millis = millis;
     this.staleAfterMillis = config.staleAfter().toMillis();
     this.forgetAfterMillis = config.forgetAfter().toMillis();
