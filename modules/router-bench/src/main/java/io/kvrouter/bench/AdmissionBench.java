@@ -55,7 +55,7 @@ final class AdmissionBench {
     AbstractHistogram[] latency = Callers.histograms(256);
     CountingMailbox.forgetAll();
     try (BenchCluster cluster = BenchCluster.start("bench-admission", true)) {
-      ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
+      ModelClient client = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
       EntityRef<BenchCluster.Ping> echo = cluster.echo("echo-0");
       org.apache.pekko.actor.typed.ActorRef<BenchCluster.Ping> echoHere =
           BenchCluster.join(echo.ask(BenchCluster.Ping::new, BenchCluster.TIMEOUT)).from();
@@ -74,8 +74,8 @@ final class AdmissionBench {
         requests[i] = Requests.of(Fixtures.MODEL, "book-" + i, 512);
       }
       Duration askTimeout = Duration.ofSeconds(5);
-      Callers.AsyncCall book = caller -> queue.book(requests[caller], null)
-          .thenComposeAsync(answer -> queue.release(answer.requestId(), answer.attempt(), null), pool);
+      Callers.AsyncCall book = caller -> client.book(requests[caller], null)
+          .thenComposeAsync(answer -> client.release(answer.requestId(), answer.attempt(), null), pool);
       Callers.AsyncCall ask = caller -> echo.ask(BenchCluster.Ping::new, askTimeout);
       // the same ask straight to the entity's ActorRef, skipping the region as the router's own commands do
       Callers.AsyncCall askDirect = caller -> org.apache.pekko.actor.typed.javadsl.AskPattern.ask(echoHere,
@@ -84,7 +84,7 @@ final class AdmissionBench {
       java.util.concurrent.atomic.AtomicLong ids = new java.util.concurrent.atomic.AtomicLong();
       java.util.concurrent.ConcurrentLinkedQueue<io.kvrouter.core.admission.BookingAnswer> held =
           new java.util.concurrent.ConcurrentLinkedQueue<>();
-      Callers.AsyncCall bookOnly = caller -> queue.book(
+      Callers.AsyncCall bookOnly = caller -> client.book(
               Requests.of(Fixtures.MODEL, "only-" + ids.incrementAndGet(), 512), null)
           .thenAcceptAsync(held::add, pool);
       for (int round = 1; round <= s.warmupRounds(); round++) {
@@ -118,7 +118,7 @@ final class AdmissionBench {
           admissionDepth = Math.max(admissionDepth, admissionBox.maxDepth());
           bookOnlyRuns.add(AdvisoryBench.check(
               Callers.runChained(pool, callers, s.books(), latency, s.capMillis(), bookOnly)));
-          releaseAll(queue, held);
+          releaseAll(client, held);
           echoBox.resetMax();
           askRuns.add(AdvisoryBench.check(Callers.runChained(pool, callers, s.books(), latency, s.capMillis(), ask)));
           echoDepth = Math.max(echoDepth, echoBox.maxDepth());
@@ -145,11 +145,11 @@ final class AdmissionBench {
     return List.of(write(out, s, rows, owners));
   }
 
-  private static void releaseAll(ModelClient queue,
+  private static void releaseAll(ModelClient client,
       java.util.Queue<io.kvrouter.core.admission.BookingAnswer> held) {
     List<java.util.concurrent.CompletableFuture<?>> releases = new ArrayList<>();
     for (io.kvrouter.core.admission.BookingAnswer answer; (answer = held.poll()) != null; ) {
-      releases.add(queue.release(answer.requestId(), answer.attempt(), null).toCompletableFuture());
+      releases.add(client.release(answer.requestId(), answer.attempt(), null).toCompletableFuture());
     }
     BenchCluster.join(java.util.concurrent.CompletableFuture.allOf(
         releases.toArray(java.util.concurrent.CompletableFuture[]::new)));

@@ -77,9 +77,9 @@ final class AdvisoryBench {
     AbstractHistogram[] latency = Callers.histograms(maxOf(s.callers()));
     try (BenchCluster cluster = BenchCluster.start("bench-advisory", false,
         AdmissionProbes.selectOnActor(Clock.SYSTEM))) {
-      ModelClient queue = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
+      ModelClient client = cluster.model(Fixtures.MODEL, s.workers(), "least_in_flight");
       SelectionRequest request = Requests.of(Fixtures.MODEL, "advisory", 512);
-      Callers.SyncCall inline = caller -> queue.selectWithoutAdmission(request);
+      Callers.SyncCall inline = caller -> client.selectWithoutAdmission(request);
       Callers.AsyncCall actor = caller -> AdmissionProbes.selectOnActor(cluster.system, request, BenchCluster.TIMEOUT);
       for (int round = 1; round <= s.warmupRounds(); round++) {
         Progress.line("advisory", "warm-up round %d/%d", round, s.warmupRounds());

@@ -122,9 +122,9 @@ final class BenchCluster implements AutoCloseable {
     for (int i = 0; i < workers; i++) {
       join(routing.client(model).register(Fixtures.worker(Fixtures.workerId(i)), null));
     }
-    ModelClient queue = routing.client(model); // registered: the node's facade of the model
-    join(queue.setPolicy(policy, Map.of(), null));
-    return queue;
+    ModelClient client = routing.client(model); // registered: the node's facade of the model
+    join(client.setPolicy(policy, Map.of(), null));
+    return client;
   }
 
   EntityRef<Ping> echo(String id) {

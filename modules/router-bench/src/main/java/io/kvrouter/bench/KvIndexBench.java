@@ -2,6 +2,7 @@ package io.kvrouter.bench;
 
 import io.kvrouter.core.indexer.KvEvent;
 import io.kvrouter.core.indexer.KvIndex;
+import io.kvrouter.core.testkit.IndexWrites;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.model.Rank;
 import java.lang.management.ManagementFactory;
@@ -169,6 +170,7 @@ final class KvIndexBench {
     SplittableRandom rnd = new SplittableRandom(77);
     long before = settledHeap();
     KvIndex index = new KvIndex();
+    IndexWrites writes = IndexWrites.to(index);
     int[] pick = new int[s.ranks()];
     for (int i = 0; i < pick.length; i++) {
       pick[i] = i;
@@ -182,7 +184,7 @@ final class KvIndexBench {
         int tmp = pick[k];
         pick[k] = pick[j];
         pick[j] = tmp;
-        index.applyStored(ranks[pick[k]], StorageTier.DEVICE, null, ids, seq);
+        writes.stored(ranks[pick[k]], StorageTier.DEVICE, null, ids, seq);
       }
     }
     long after = settledHeap();
@@ -232,7 +234,7 @@ final class KvIndexBench {
     double perEntry = memory.bytes() / (double) memory.entries();
     report.heading("Retained heap");
     report.paragraph(String.format("Chains of 64 blocks from the root, each stored on 1–7 of %d ranks (4 on "
-        + "average) with `applyStored`, until %,d entries; heap used after `System.gc()` ×4 (minimum of the "
+        + "average) with `IndexWrites.stored`, until %,d entries; heap used after `System.gc()` ×4 (minimum of the "
         + "readings), before and after building, with the index kept reachable.", s.ranks(), memory.entries()));
     Report.Table mem = new Report.Table("(block, rank) entries", "blocks (nodes)", "retained bytes",
         "bytes per entry");

@@ -95,11 +95,16 @@ final class TestRegion implements AutoCloseable {
 
   /** A new node: joins the first live node, and is returned once every live node sees every other Up. */
   Node join() {
+    return join(clock);
+  }
+
+  /** As {@link #join()}, the node's routing layer on a clock of its own (nodes whose clocks disagree). */
+  Node join(Clock nodeClock) {
     ActorTestKit kit = ActorTestKit.create("kvrouter-region", config);
     Cluster cluster = Cluster.get(kit.system());
     Address seed = nodes.isEmpty() ? cluster.selfMember().address() : live().get(0).address();
     cluster.manager().tell(Join.create(seed));
-    Node node = new Node(kit, RouterCluster.init(kit.system(), clock));
+    Node node = new Node(kit, RouterCluster.init(kit.system(), nodeClock));
     nodes.add(node);
     awaitMembership();
     return node;

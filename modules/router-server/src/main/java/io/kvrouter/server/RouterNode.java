@@ -40,14 +40,6 @@ public final class RouterNode implements AutoCloseable {
     return grpcPort;
   }
 
-  public String managementHost() {
-    return managementHost;
-  }
-
-  public int managementPort() {
-    return managementPort;
-  }
-
   public String managementUrl() {
     return "http://" + managementHost + ":" + managementPort;
   }

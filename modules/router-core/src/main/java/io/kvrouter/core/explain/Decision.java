@@ -1,7 +1,6 @@
 package io.kvrouter.core.explain;
 
 import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.policy.PolicyConfig;
 import io.kvrouter.core.policy.ScoredCandidates;
 import io.kvrouter.core.policy.Scorers;
@@ -11,7 +10,6 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -93,7 +91,7 @@ public final class Decision {
     for (int k = 0; k < costs.length; k++) {
       candidates.add(new Explanation.CandidateExplanation(view.rank(ints[k * INTS]), recorded.inFlight(k),
           recorded.prefillTokens(k), recorded.decodeBlocks(k), recorded.deviceOverlap(k), recorded.hostOverlap(k),
-          recorded.diskOverlap(k), recorded.activeMatched(k), costs[k], costTerms(policy, recorded, k, requestBlocks),
+          recorded.diskOverlap(k), recorded.activeMatched(k), costs[k], costTerms(policy, recorded, k),
           k == chosen));
       if (k != chosen && (!hasRunnerUp || costs[k] < runnerUp)) {
         hasRunnerUp = true;
@@ -115,21 +113,8 @@ public final class Decision {
   }
 
   /** The terms the policy's scorer added up into candidate k's cost (none for policies that ignore cost). */
-  private Map<String, Double> costTerms(PolicyConfig policy, Recorded c, int k, int requestBlocks) {
-    Policy kind = policy.policy();
-    if (kind == Policy.LEAST_IN_FLIGHT || kind == Policy.POWER_OF_TWO) {
-      return Map.of("in_flight", (double) c.inFlight(k));
-    }
-    if (kind != Policy.KV) {
-      return Map.of();
-    }
-    Map<String, Double> terms = new LinkedHashMap<>();
-    terms.put("prefill", Scorers.kvPrefillTerm(c, k, request.islTokens(), view.blockSize(),
-        Selector.overlapCredit(policy, request), policy.hostCacheHitWeight(), policy.diskCacheHitWeight(),
-        Selector.prefillLoadScale(policy, request)));
-    terms.put("decode", (double) c.decodeBlocks(k));
-    terms.put("active", (double) Scorers.kvActiveTerm(c, k, requestBlocks));
-    return terms;
+  private Map<String, Double> costTerms(PolicyConfig policy, Recorded c, int k) {
+    return policy.policy().scorer().terms(Selector.scoring(policy, request, view.blockSize()), c, k);
   }
 
   /** The recorded arrays as the scorers read candidates, so the terms come from the scorer's own code. */

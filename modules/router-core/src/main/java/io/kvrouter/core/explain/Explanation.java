@@ -50,11 +50,4 @@ public record Explanation(
 
   /** A rank the filters left out; {@code reason} is a {@link io.kvrouter.core.selection.FilterReason} name. */
   public record FilteredRank(Rank rank, String reason) {}
-
-  /** The same decision as seen from {@code otherNode} (the node field names who decided). */
-  public Explanation withNode(String otherNode) {
-    return new Explanation(kind, unixMs, requestId, policy, viewVersion, requestBlocks, candidates, candidatesTotal,
-        filtered, filteredTotal, picked, pickedEndpoint, pickedRegion, pickedCost, hasRunnerUp, runnerUpCost, margin,
-        otherNode);
-  }
 }

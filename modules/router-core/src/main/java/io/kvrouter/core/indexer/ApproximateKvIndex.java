@@ -233,14 +233,6 @@ public final class ApproximateKvIndex implements KvOverlapSource {
     return tree.nodeCount();
   }
 
-  public long ttlMillis() {
-    return ttlMillis;
-  }
-
-  public int maxEntries() {
-    return maxEntries;
-  }
-
   /**
    * A binary min-heap on parallel arrays ordered by (expiry ascending, depth descending), so that nothing is boxed
    * per entry: about 20 bytes per item (the arrays keep their peak size).

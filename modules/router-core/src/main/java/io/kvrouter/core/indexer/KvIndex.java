@@ -78,35 +78,6 @@ public final class KvIndex implements KvOverlapSource {
     return true;
   }
 
-  /** Applies an event without id tracking. */
-  public synchronized void apply(Rank rank, KvEvent event) {
-    applyTo(tree.stateForWrite(rank), event, Integer.MAX_VALUE);
-  }
-
-  /**
-   * Stores a chain of blocks for {@code rank} on {@code tier}; returns {@code false} if the parent is unknown for the
-   * rank and the event was dropped.
-   */
-  public synchronized boolean applyStored(Rank rank, StorageTier tier, Long parentBlockHash, long[] blockHashes,
-      long[] tokensHashes) {
-    return stored(tree.stateForWrite(rank), new KvEvent.Stored(tier, parentBlockHash, blockHashes, tokensHashes),
-        Integer.MAX_VALUE);
-  }
-
-  public synchronized void applyRemoved(Rank rank, StorageTier tier, long[] blockHashes) {
-    RankState state = tree.state(rank);
-    if (state != null) {
-      removed(state, tier, blockHashes);
-    }
-  }
-
-  public synchronized void applyCleared(Rank rank) {
-    RankState state = tree.state(rank);
-    if (state != null) {
-      clear(state);
-    }
-  }
-
   /** Drops every rank of {@code workerId}, blocks and event-id history alike. */
   public synchronized void removeWorker(String workerId) {
     for (RankState state : tree.statesOfWorker(workerId)) {

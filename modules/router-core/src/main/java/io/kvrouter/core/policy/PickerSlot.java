@@ -9,29 +9,25 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class PickerSlot {
   private final ReentrantLock lock = new ReentrantLock();
-  private final Policy policy;
-  private volatile Picker picker;
+  private final Picker picker;
 
-  /** A built-in picker for {@code policy}, restored from {@code state}. */
+  /** A built-in picker for {@code policy}, starting from {@code state}. */
   public PickerSlot(Policy policy, PickerState state) {
-    this.policy = policy;
-    this.picker = Pickers.create(policy, state);
+    this(Pickers.create(policy, state));
   }
 
   /** Any picker, e.g. a stateful custom one; it keeps the lock unless it declares itself thread-safe. */
   public PickerSlot(Picker picker) {
-    this.policy = null;
     this.picker = picker;
   }
 
   public int pick(ScoredCandidates candidates) {
-    Picker current = picker;
-    if (current.threadSafe()) {
-      return current.pick(candidates);
+    if (picker.threadSafe()) {
+      return picker.pick(candidates);
     }
     lock.lock();
     try {
-      return current.pick(candidates);
+      return picker.pick(candidates);
     } finally {
       lock.unlock();
     }
@@ -41,22 +37,6 @@ public final class PickerSlot {
     lock.lock();
     try {
       return picker.state();
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  /**
-   * Puts a built-in picker back into a saved state: parity tests and benchmarks replay one pick on both paths.
-   * Callers must not pick concurrently with a restore.
-   */
-  public void restore(PickerState state) {
-    if (policy == null) {
-      throw new UnsupportedOperationException("only built-in pickers can be restored");
-    }
-    lock.lock();
-    try {
-      picker = Pickers.create(policy, state);
     } finally {
       lock.unlock();
     }

@@ -34,14 +34,7 @@ public final class Pickers {
 
   /** Pick number {@code pick} of a picker seeded with {@code seed}: the same inputs always give the same index. */
   public static int pick(Policy policy, long seed, long pick, ScoredCandidates c) {
-    return switch (policy) {
-      case ROUND_ROBIN -> (int) Math.floorMod(pick, (long) c.size());
-      case RANDOM -> below(draw(seed, pick, 0), c.size());
-      case LEAST_IN_FLIGHT -> minCostReservoir(c, seed, pick);
-      case POWER_OF_TWO -> powerOfTwo(c, draw(seed, pick, 0), draw(seed, pick, 1));
-      case KV -> c.temperature() > 0 ? softmax(c, c.temperature(), draw(seed, pick, 0))
-          : minCostReservoir(c, seed, pick);
-    };
+    return policy.pick(seed, pick, c);
   }
 
   /** One uniformly distributed 64-bit draw for (seed, pick, draw): the SplitMix64 finalizer over a unique input. */
@@ -140,12 +133,12 @@ public final class Pickers {
 
     BuiltIn(Policy policy, PickerState state) {
       this.policy = policy;
-      this.seed = state.rngState();
-      this.atomicPicks = new AtomicLong(state.cursor());
+      this.seed = state.seed();
+      this.atomicPicks = new AtomicLong(state.picks());
     }
 
     private long nextPick() {
-      if (policy == Policy.ROUND_ROBIN) {
+      if (policy.rotation()) {
         return atomicPicks.getAndIncrement();
       }
       long[] own = chunk.get();
@@ -163,12 +156,12 @@ public final class Pickers {
     private long cursor() {
       long unclaimed = atomicPicks.get();
       long[] own = chunk.get();
-      return policy != Policy.ROUND_ROBIN && own[1] == unclaimed && own[0] < own[1] ? own[0] : unclaimed;
+      return !policy.rotation() && own[1] == unclaimed && own[0] < own[1] ? own[0] : unclaimed;
     }
 
     @Override
     public int pick(ScoredCandidates c) {
-      return Pickers.pick(policy, seed, nextPick(), c);
+      return policy.pick(seed, nextPick(), c);
     }
 
     @Override

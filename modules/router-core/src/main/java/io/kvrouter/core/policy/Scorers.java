@@ -1,10 +1,50 @@
 package io.kvrouter.core.policy;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+
 /**
- * Cost functions over a selection's candidates, kept apart from the pickers that choose by cost (as Dynamo keeps its
- * scorer and selector apart). round_robin and random read no cost.
+ * The built-in cost functions over a selection's candidates, kept apart from the pickers that choose by cost (as
+ * Dynamo keeps its scorer and selector apart). round_robin and random read no cost.
  */
 public final class Scorers {
+  /** least_in_flight and power_of_two: a candidate's cost is its in-flight requests. */
+  public static final Scorer IN_FLIGHT = new Scorer() {
+    @Override
+    public void score(Scoring scoring, ScoredCandidates c) {
+      inFlight(c);
+    }
+
+    @Override
+    public Map<String, Double> terms(Scoring scoring, ScoredCandidates c, int i) {
+      return Map.of("in_flight", (double) c.inFlight(i));
+    }
+  };
+
+  /** kv: Dynamo's KV cost ({@link #kv}); its terms are {@code prefill}, {@code decode} and {@code active}. */
+  public static final Scorer KV = new Scorer() {
+    @Override
+    public boolean readsOverlaps() {
+      return true;
+    }
+
+    @Override
+    public void score(Scoring s, ScoredCandidates c) {
+      kv(c, s.islTokens(), s.blockSize(), s.requestBlocks(), s.overlapCredit(), s.hostCacheHitWeight(),
+          s.diskCacheHitWeight(), s.prefillLoadScale());
+    }
+
+    @Override
+    public Map<String, Double> terms(Scoring s, ScoredCandidates c, int i) {
+      Map<String, Double> terms = new LinkedHashMap<>();
+      terms.put("prefill", kvPrefillTerm(c, i, s.islTokens(), s.blockSize(), s.overlapCredit(),
+          s.hostCacheHitWeight(), s.diskCacheHitWeight(), s.prefillLoadScale()));
+      terms.put("decode", (double) c.decodeBlocks(i));
+      terms.put("active", (double) kvActiveTerm(c, i, s.requestBlocks()));
+      return terms;
+    }
+  };
+
   private Scorers() {}
 
   /** least_in_flight and power_of_two: a candidate's cost is its in-flight requests. */

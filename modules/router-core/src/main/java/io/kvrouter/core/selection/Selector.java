@@ -1,9 +1,10 @@
 package io.kvrouter.core.selection;
 
 import io.kvrouter.core.error.RoutingError;
-import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.policy.PolicyConfig;
+import io.kvrouter.core.policy.Scorer;
 import io.kvrouter.core.policy.Scorers;
+import io.kvrouter.core.policy.Scoring;
 import java.util.function.LongSupplier;
 
 /**
@@ -35,28 +36,26 @@ public final class Selector {
   }
 
   /**
-   * Fills every candidate's cost for the view's policy with its scorer ({@link Scorers}), the request's overrides
-   * taking precedence over the policy's parameters; round_robin and random ignore cost.
+   * Fills every candidate's cost with the view's policy's scorer, the request's overrides taking precedence over the
+   * policy's parameters; the candidates' KV overlaps are looked up first when the scorer reads them.
    */
   static void computeCosts(SelectionView view, SelectionRequest request, Candidates c) {
     PolicyConfig policy = view.policy();
-    Policy kind = policy.policy();
-    if (kind == Policy.LEAST_IN_FLIGHT || kind == Policy.POWER_OF_TWO) {
-      Scorers.inFlight(c);
-      return;
-    }
-    if (kind != Policy.KV) {
-      return;
-    }
+    Scorer scorer = policy.policy().scorer();
     long[] hashes = request.blockHashes();
-    if (hashes.length > 0) {
+    if (scorer.readsOverlaps() && hashes.length > 0) {
       view.overlapSource().overlaps(view, hashes, c);
       view.activePrefix().matched(view, hashes, c);
     }
-    int requestBlocks = Scorers.requestBlocks(request.islTokens(), view.blockSize());
-    Scorers.kv(c, request.islTokens(), view.blockSize(), requestBlocks, overlapCredit(policy, request),
-        policy.hostCacheHitWeight(), policy.diskCacheHitWeight(), prefillLoadScale(policy, request));
+    scorer.score(scoring(policy, request, view.blockSize()), c);
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
+  }
+
+  /** What the policy's scorer reads of {@code request} on a model of {@code blockSize}, overrides applied. */
+  public static Scoring scoring(PolicyConfig policy, SelectionRequest request, int blockSize) {
+    return new Scoring(request.islTokens(), blockSize, Scorers.requestBlocks(request.islTokens(), blockSize),
+        overlapCredit(policy, request), prefillLoadScale(policy, request), policy.hostCacheHitWeight(),
+        policy.diskCacheHitWeight());
   }
 
   /** The kv overlap credit a request is scored with: its override, else the policy's. */

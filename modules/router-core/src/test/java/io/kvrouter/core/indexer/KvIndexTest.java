@@ -6,6 +6,7 @@ import static io.kvrouter.core.indexer.StorageTier.HOST;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.testkit.IndexWrites;
 import java.util.Arrays;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -36,7 +37,7 @@ class KvIndexTest {
 
   /** Stores blocks {@code ids} (tokens hashes t(id), block hashes b(rank, id)) under {@code parent} (0 = root). */
   static boolean store(KvIndex index, Rank rank, StorageTier tier, int parent, int... ids) {
-    return index.applyStored(rank, tier, parent == 0 ? null : b(rank, parent), bs(rank, ids), ts(ids));
+    return IndexWrites.to(index).stored(rank, tier, parent == 0 ? null : b(rank, parent), bs(rank, ids), ts(ids));
   }
 
   static TieredOverlap ov(int device, int host, int disk) {
@@ -144,7 +145,7 @@ class KvIndexTest {
     KvIndex index = new KvIndex();
     store(index, A0, DEVICE, 0, 1, 2, 3, 4);
     store(index, B0, DEVICE, 0, 1, 2, 3);
-    index.applyRemoved(A0, DEVICE, bs(A0, 2));
+    IndexWrites.to(index).removed(A0, DEVICE, bs(A0, 2));
     assertThat(index.overlap(A0, ts(1, 2, 3, 4))).isEqualTo(ov(1, 0, 0));
     assertThat(index.overlap(B0, ts(1, 2, 3, 4))).isEqualTo(ov(3, 0, 0));
     // Block 4 was only A0's, so its node went with the cascade.
@@ -153,7 +154,7 @@ class KvIndexTest {
     // The cascaded blocks are gone from A0's lookup too: storing under them is now an unknown parent.
     assertThat(store(index, A0, DEVICE, 3, 5)).isFalse();
     // A later Removed of an already cascaded block is a no-op.
-    index.applyRemoved(A0, DEVICE, bs(A0, 4));
+    IndexWrites.to(index).removed(A0, DEVICE, bs(A0, 4));
     assertThat(index.entryCount()).isEqualTo(4);
   }
 
@@ -162,7 +163,7 @@ class KvIndexTest {
     KvIndex index = new KvIndex();
     store(index, A0, DEVICE, 0, 1, 2, 3);
     store(index, A0, DEVICE, 1, 7, 8);
-    index.applyRemoved(A0, DEVICE, bs(A0, 1));
+    IndexWrites.to(index).removed(A0, DEVICE, bs(A0, 1));
     assertThat(index.blockCount()).isZero();
     assertThat(index.entryCount()).isZero();
     store(index, A0, DEVICE, 0, 1, 2);
@@ -173,7 +174,7 @@ class KvIndexTest {
   void removingALeafKeepsTheRest() {
     KvIndex index = new KvIndex();
     store(index, A0, DEVICE, 0, 1, 2, 3);
-    index.applyRemoved(A0, DEVICE, bs(A0, 3));
+    IndexWrites.to(index).removed(A0, DEVICE, bs(A0, 3));
     assertThat(index.overlap(A0, ts(1, 2, 3))).isEqualTo(ov(2, 0, 0));
     assertThat(index.blockCount()).isEqualTo(2);
   }
@@ -188,10 +189,10 @@ class KvIndexTest {
     assertThat(index.overlap(A0, query)).isEqualTo(ov(2, 2, 1));
     // Offloading block 2 to host as well, then evicting it from the device, moves it from the device run to host.
     store(index, A0, HOST, 1, 2);
-    index.applyRemoved(A0, DEVICE, bs(A0, 2));
+    IndexWrites.to(index).removed(A0, DEVICE, bs(A0, 2));
     assertThat(index.overlap(A0, query)).isEqualTo(ov(1, 3, 1));
     // Evicting it from host too leaves no path past block 1: the rank's descendants go.
-    index.applyRemoved(A0, HOST, bs(A0, 2));
+    IndexWrites.to(index).removed(A0, HOST, bs(A0, 2));
     assertThat(index.overlap(A0, query)).isEqualTo(ov(1, 0, 0));
     assertThat(index.blockCount()).isEqualTo(1);
   }
@@ -216,7 +217,7 @@ class KvIndexTest {
   void removedOfAnotherTierKeepsTheBlock() {
     KvIndex index = new KvIndex();
     store(index, A0, DEVICE, 0, 1, 2);
-    index.applyRemoved(A0, HOST, bs(A0, 1));
+    IndexWrites.to(index).removed(A0, HOST, bs(A0, 1));
     assertThat(index.overlap(A0, ts(1, 2))).isEqualTo(ov(2, 0, 0));
   }
 
@@ -226,7 +227,7 @@ class KvIndexTest {
     store(index, A0, DEVICE, 0, 1, 2, 3);
     store(index, A0, HOST, 3, 4);
     store(index, A1, DEVICE, 0, 1, 2);
-    index.applyCleared(A0);
+    IndexWrites.to(index).cleared(A0);
     assertThat(index.overlaps(ts(1, 2, 3, 4))).containsExactlyInAnyOrderEntriesOf(Map.of(A1, ov(2, 0, 0)));
     assertThat(index.blockCount()).isEqualTo(2);
     assertThat(index.entryCount()).isEqualTo(2);
@@ -282,16 +283,16 @@ class KvIndexTest {
   @Test
   void restoringABlockUnderANewEngineIdReplacesTheOldId() {
     KvIndex index = new KvIndex();
-    index.applyStored(A0, DEVICE, null, new long[] {11, 12}, ts(1, 2));
+    IndexWrites.to(index).stored(A0, DEVICE, null, new long[] {11, 12}, ts(1, 2));
     // Same tokens, new engine id for block 2 (e.g. re-stored after a re-hash): the old id no longer resolves.
-    index.applyStored(A0, DEVICE, 11L, new long[] {22}, ts(2));
-    index.applyRemoved(A0, DEVICE, new long[] {12});
+    IndexWrites.to(index).stored(A0, DEVICE, 11L, new long[] {22}, ts(2));
+    IndexWrites.to(index).removed(A0, DEVICE, new long[] {12});
     assertThat(index.overlap(A0, ts(1, 2))).isEqualTo(ov(2, 0, 0));
-    index.applyRemoved(A0, DEVICE, new long[] {22});
+    IndexWrites.to(index).removed(A0, DEVICE, new long[] {22});
     assertThat(index.overlap(A0, ts(1, 2))).isEqualTo(ov(1, 0, 0));
     // An engine id reused for other content moves: the old placement (and its chain) is gone.
-    index.applyStored(A0, DEVICE, null, new long[] {11, 30}, ts(1, 3));
-    index.applyStored(A0, DEVICE, null, new long[] {30}, ts(4));
+    IndexWrites.to(index).stored(A0, DEVICE, null, new long[] {11, 30}, ts(1, 3));
+    IndexWrites.to(index).stored(A0, DEVICE, null, new long[] {30}, ts(4));
     assertThat(index.overlap(A0, ts(1, 3))).isEqualTo(ov(1, 0, 0));
     assertThat(index.overlap(A0, ts(4))).isEqualTo(ov(1, 0, 0));
   }
@@ -307,13 +308,13 @@ class KvIndexTest {
       assertThat(index.overlap(A0, ts(i))).isEqualTo(ov(1, 0, 0));
     }
     for (int i = 1; i <= n; i += 2) {
-      index.applyRemoved(A0, DEVICE, bs(A0, i));
+      IndexWrites.to(index).removed(A0, DEVICE, bs(A0, i));
     }
     for (int i = 1; i <= n; i++) {
       assertThat(index.overlap(A0, ts(i)).device()).as("block %d", i).isEqualTo(i % 2 == 0 ? 1 : 0);
     }
     for (int i = 2; i <= n - 2; i += 2) {
-      index.applyRemoved(A0, DEVICE, bs(A0, i));
+      IndexWrites.to(index).removed(A0, DEVICE, bs(A0, i));
     }
     assertThat(index.overlap(A0, ts(n))).isEqualTo(ov(1, 0, 0));
     assertThat(index.blockCount()).isEqualTo(1);

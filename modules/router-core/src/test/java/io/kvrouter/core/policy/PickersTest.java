@@ -25,7 +25,7 @@ class PickersTest {
     Candidates c = CandidatesForTests.withCosts(0, 0, 0);
     assertThat(new int[] {picker.pick(c), picker.pick(c), picker.pick(c), picker.pick(c)})
         .containsExactly(0, 1, 2, 0);
-    assertThat(picker.state().cursor()).isEqualTo(4);
+    assertThat(picker.state().picks()).isEqualTo(4);
   }
 
   @Test
@@ -154,7 +154,7 @@ class PickersTest {
     }
     pool.shutdown();
     assertThat(overlaps.get()).isZero();
-    assertThat(slot.state().cursor()).isEqualTo((long) threads * picksPerThread);
+    assertThat(slot.state().picks()).isEqualTo((long) threads * picksPerThread);
   }
 
   @Test
@@ -201,7 +201,7 @@ class PickersTest {
       thread.join(30_000);
     }
     assertThat(picks[0]).isNotEqualTo(picks[1]);
-    assertThat(picker.state().cursor()).isEqualTo(2L * Pickers.CHUNK);
+    assertThat(picker.state().picks()).isEqualTo(2L * Pickers.CHUNK);
   }
 
   /** Concurrent round-robin picks without a lock still hand out every cursor value exactly once. */
@@ -225,6 +225,6 @@ class PickersTest {
     for (int i = 0; i < 4; i++) {
       assertThat(counts.get(i)).isEqualTo(10_000);
     }
-    assertThat(slot.state().cursor()).isEqualTo(40_000);
+    assertThat(slot.state().picks()).isEqualTo(40_000);
   }
 }

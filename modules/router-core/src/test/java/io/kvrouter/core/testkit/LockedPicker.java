@@ -17,8 +17,8 @@ public final class LockedPicker implements Picker {
 
   public LockedPicker(Policy policy, PickerState state) {
     this.policy = policy;
-    this.seed = state.rngState();
-    this.picks = state.cursor();
+    this.seed = state.seed();
+    this.picks = state.picks();
   }
 
   @Override

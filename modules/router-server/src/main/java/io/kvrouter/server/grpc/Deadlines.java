@@ -5,8 +5,18 @@ import java.time.Duration;
 import java.util.Optional;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
-/** Reads the caller's deadline from {@code grpc-timeout} (pekko-grpc does not enforce it, so we do). */
+/**
+ * The caller's deadline as the time it has left: from request metadata that knows it already ({@link Known}: the
+ * netty binding's, from grpc-java's own deadline), else parsed from {@code grpc-timeout} (pekko-grpc does not enforce
+ * it, so we do). It stays a duration from here to the admission actor, which bounds the Book on its own clock.
+ */
 public final class Deadlines {
+  /** Request metadata that carries its call's deadline already, so nothing is encoded or parsed. */
+  public interface Known {
+    /** The time the caller has left, or null when it set no deadline. */
+    Duration remaining();
+  }
+
   /** The request header that carries the caller's remaining deadline. */
   public static final String HEADER = "grpc-timeout";
   private static final char[] UNITS = {'n', 'u', 'm', 'S', 'M', 'H'};
@@ -16,6 +26,9 @@ public final class Deadlines {
 
   /** The remaining time the caller gave this call, or null when it sent no deadline. */
   public static Duration remaining(Metadata metadata) {
+    if (metadata instanceof Known known) {
+      return known.remaining();
+    }
     Optional<String> header = metadata.getText(HEADER);
     return header.map(Deadlines::parse).orElse(null);
   }

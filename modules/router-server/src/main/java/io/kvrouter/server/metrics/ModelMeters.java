@@ -39,9 +39,9 @@ final class ModelMeters {
   private final MeterRegistry registry;
   private final Tags tags;
   private final List<Meter> meters = new ArrayList<>();
-  /** By {@link Policy#ordinal()}: made on a policy's first call, so a model shows only the policies it ran. */
-  private final AtomicReferenceArray<Timer> selectTimers = new AtomicReferenceArray<>(Policy.values().length);
-  private final AtomicReferenceArray<Timer> bookTimers = new AtomicReferenceArray<>(Policy.values().length);
+  /** By {@link Policy#index()}: made on a policy's first call, so a model shows only the policies it ran. */
+  private final AtomicReferenceArray<Timer> selectTimers = new AtomicReferenceArray<>(Policy.values().size());
+  private final AtomicReferenceArray<Timer> bookTimers = new AtomicReferenceArray<>(Policy.values().size());
   private final Timer queueWait;
   private final Counter books;
   private final Counter releasesApplied;
@@ -130,16 +130,16 @@ final class ModelMeters {
   }
 
   private Timer timer(AtomicReferenceArray<Timer> timers, String name, String description, Policy policy) {
-    Timer timer = timers.get(policy.ordinal());
+    Timer timer = timers.get(policy.index());
     if (timer != null) {
       return timer;
     }
     synchronized (this) {
-      timer = timers.get(policy.ordinal());
+      timer = timers.get(policy.index());
       if (timer == null) {
         timer = add(Timer.builder(name).description(description).tags(tags).tag("policy", policy.wireName())
             .serviceLevelObjectives(LATENCY_BUCKETS).register(registry));
-        timers.set(policy.ordinal(), timer);
+        timers.set(policy.index(), timer);
       }
       return timer;
     }

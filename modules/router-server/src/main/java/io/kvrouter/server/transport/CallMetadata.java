@@ -16,11 +16,11 @@ import org.apache.pekko.util.ByteString;
 
 /**
  * The request metadata the power APIs read, for a call grpc-java serves: grpc-java consumes {@code grpc-timeout}
- * into the call's deadline, so it is written back from the deadline (with the time remaining when a service reads
- * it), and the services read the caller's deadline one way on both bindings ({@link Deadlines#remaining}). Nothing
- * is built unless read (Select never reads it); reading {@code grpc-timeout} builds no map.
+ * into the call's deadline, which {@link Deadlines#remaining} reads as it is ({@link Deadlines.Known}: the time left
+ * when a service reads it). A caller that lists the metadata sees {@code grpc-timeout} written back from it. Nothing
+ * is built unless read (Select never reads it).
  */
-final class CallMetadata implements Metadata {
+final class CallMetadata implements Metadata, Deadlines.Known {
   private static final Metadata NONE = MetadataBuilder.empty();
 
   private final Deadline deadline;
@@ -36,8 +36,13 @@ final class CallMetadata implements Metadata {
     return deadline == null ? NONE : new CallMetadata(deadline);
   }
 
+  @Override
+  public Duration remaining() {
+    return Duration.ofNanos(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS)));
+  }
+
   private String grpcTimeout() {
-    return Deadlines.encode(Duration.ofNanos(Math.max(0, deadline.timeRemaining(TimeUnit.NANOSECONDS))));
+    return Deadlines.encode(remaining());
   }
 
   /** The same as a map, for a caller that lists the metadata. */
