@@ -211,13 +211,23 @@ public final class ChatTemplate {
   private static final Set<String> TEXT_PART_TYPES = Set.of("text", "input_text", "output_text", "refusal",
       "thinking");
 
+  /** The normalisation with string content, media parts left out: the text approximate mode hashes. */
+  static List<Map<String, Object>> normalizeTextOnly(List<Map<String, Object>> messages) {
+    return normalizeMessages(messages, ContentFormat.STRING, true);
+  }
+
   static List<Map<String, Object>> normalizeMessages(List<Map<String, Object>> messages, ContentFormat format) {
+    return normalizeMessages(messages, format, false);
+  }
+
+  private static List<Map<String, Object>> normalizeMessages(List<Map<String, Object>> messages,
+                                                             ContentFormat format, boolean skipMedia) {
     if (messages == null) {
       throw invalid("messages must be a list of messages");
     }
     List<Map<String, Object>> conversation = new ArrayList<>(messages.size());
     int index = 0;
-    for (Object item : messages) {
+    for (Object item : (List<?>) messages) {
       if (!(item instanceof Map<?, ?> message)) {
         throw invalid("messages[" + index + "] is not an object");
       }
@@ -225,7 +235,7 @@ public final class ChatTemplate {
       if (!(role instanceof String)) {
         throw invalid("messages[" + index + "] has no role");
       }
-      List<String> texts = texts(message.get("content"), index);
+      List<String> texts = texts(message.get("content"), index, skipMedia);
       Map<String, Object> out = new LinkedHashMap<>();
       out.put("role", role);
       if (format == ContentFormat.OPENAI) {
@@ -267,7 +277,7 @@ public final class ChatTemplate {
     return conversation;
   }
 
-  private static List<String> texts(Object content, int index) {
+  private static List<String> texts(Object content, int index, boolean skipMedia) {
     List<String> texts = new ArrayList<>();
     if (content == null) {
       return texts;
@@ -301,7 +311,7 @@ public final class ChatTemplate {
         if (text != null) { // vLLM skips a text part without text
           texts.add(text.toString());
         }
-      } else {
+      } else if (!skipMedia) {
         // media parts become model-specific placeholders in the engine: the front routes such a request without
         // the template rather than guess them
         throw new TemplateException(TemplateException.Kind.UNSUPPORTED, "messages[" + index + "] has a '"
