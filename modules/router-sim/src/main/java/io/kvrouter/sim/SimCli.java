@@ -7,6 +7,8 @@ import io.kvrouter.sim.driver.Pacer;
 import io.kvrouter.sim.driver.RouterClients;
 import io.kvrouter.sim.driver.RunResult;
 import io.kvrouter.sim.driver.Simulation;
+import io.kvrouter.sim.fleet.EngineCommand;
+import io.kvrouter.sim.fleet.EnginesCommand;
 import io.kvrouter.sim.report.Report;
 import io.kvrouter.sim.report.SvgChart;
 import io.kvrouter.sim.workload.MooncakeSampleGenerator;
@@ -37,8 +39,8 @@ import picocli.CommandLine.Option;
 /** {@code bin/sim}: the routing-quality benchmark on a simulated fleet (module README). */
 @Command(name = "sim", mixinStandardHelpOptions = true, version = "router-sim 0.1.0",
     description = "Simulated inference fleet driven through the kvrouter: routing quality per policy.",
-    subcommands = {SimCli.Demo.class, SimCli.Compare.class, SimCli.GenerateTrace.class,
-        CommandLine.HelpCommand.class})
+    subcommands = {SimCli.Demo.class, SimCli.Compare.class, SimCli.GenerateTrace.class, EngineCommand.class,
+        EnginesCommand.class, CommandLine.HelpCommand.class})
 public final class SimCli implements Runnable {
   /** Where bin/sim's module lives (set by the launcher), for default paths. */
   static Path home() {
