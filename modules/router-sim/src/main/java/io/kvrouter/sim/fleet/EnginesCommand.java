@@ -82,6 +82,7 @@ public final class EnginesCommand implements Callable<Integer> {
   Path enginesFile;
 
   private final List<Process> processes = new ArrayList<>();
+  private volatile boolean stopping;
 
   @Override
   public Integer call() throws Exception {
@@ -100,6 +101,9 @@ public final class EnginesCommand implements Callable<Integer> {
       }
       CompletableFuture<?>[] exits = processes.stream().map(Process::onExit).toArray(CompletableFuture[]::new);
       CompletableFuture.anyOf(exits).join();
+      if (stopping) {
+        return 0;
+      }
       System.err.println("sim engines: an engine exited; stopping the others");
       return 1;
     } catch (Exception e) {
@@ -196,6 +200,7 @@ public final class EnginesCommand implements Callable<Integer> {
   }
 
   private synchronized void stopAll() {
+    stopping = true;
     for (Process process : processes) {
       process.destroy();
     }
