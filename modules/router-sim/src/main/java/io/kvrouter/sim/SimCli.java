@@ -7,6 +7,8 @@ import io.kvrouter.sim.driver.Pacer;
 import io.kvrouter.sim.driver.RouterClients;
 import io.kvrouter.sim.driver.RunResult;
 import io.kvrouter.sim.driver.Simulation;
+import io.kvrouter.sim.fleet.EngineCommand;
+import io.kvrouter.sim.fleet.EnginesCommand;
 import io.kvrouter.sim.report.Report;
 import io.kvrouter.sim.report.SvgChart;
 import io.kvrouter.sim.workload.MooncakeSampleGenerator;
@@ -37,8 +39,8 @@ import picocli.CommandLine.Option;
 /** {@code bin/sim}: the routing-quality benchmark on a simulated fleet (module README). */
 @Command(name = "sim", mixinStandardHelpOptions = true, version = "router-sim 0.1.0",
     description = "Simulated inference fleet driven through the kvrouter: routing quality per policy.",
-    subcommands = {SimCli.Demo.class, SimCli.Compare.class, SimCli.GenerateTrace.class,
-        CommandLine.HelpCommand.class})
+    subcommands = {SimCli.Demo.class, SimCli.Compare.class, SimCli.GenerateTrace.class, EngineCommand.class,
+        EnginesCommand.class, DriveCommand.class, CommandLine.HelpCommand.class})
 public final class SimCli implements Runnable {
   /** Where bin/sim's module lives (set by the launcher), for default paths. */
   static Path home() {
@@ -174,35 +176,39 @@ public final class SimCli implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      Supplier<Workload> source;
-      switch (workload) {
-        case "multi-turn" -> {
-          SessionWorkload.Params p = SessionWorkload.multiTurn(orDefault(sessions, 300), orDefault(rate, 1.5),
-              options.seed);
-          source = () -> new SessionWorkload(p);
-        }
-        case "agent" -> {
-          SessionWorkload.Params p = SessionWorkload.agent(orDefault(sessions, 200), orDefault(rate, 1.0),
-              options.seed);
-          source = () -> new SessionWorkload(p);
-        }
-        case "mooncake" -> {
-          Path file = trace != null ? trace : home().resolve("traces/mooncake-sample.jsonl");
-          List<MooncakeTrace.Entry> entries = MooncakeTrace.read(file);
-          if (limit != null && limit < entries.size()) {
-            entries = entries.subList(0, limit);
-          }
-          List<MooncakeTrace.Entry> replayed = entries;
-          source = () -> new TraceWorkload(replayed, file.getFileName().toString(), timeScale, options.seed);
-        }
-        default -> throw new CommandLine.ParameterException(new CommandLine(this),
-            "unknown workload '" + workload + "': multi-turn, agent or mooncake");
-      }
+      Supplier<Workload> source = workload(this, workload, sessions, rate, trace, timeScale, limit, options.seed);
       return compare(options, workload, source, "bin/sim compare --workload " + workload + " ...");
     }
 
-    private static <T> T orDefault(T value, T fallback) {
-      return value != null ? value : fallback;
+  }
+
+  private static <T> T orDefault(T value, T fallback) {
+    return value != null ? value : fallback;
+  }
+
+  /** A fresh workload per call: multi-turn, agent, or a Mooncake-format trace (the module's sample by default). */
+  static Supplier<Workload> workload(Object command, String name, Integer sessions, Double rate, Path trace,
+      double traceTimeScale, Integer limit, long seed) throws IOException {
+    switch (name) {
+      case "multi-turn" -> {
+        SessionWorkload.Params p = SessionWorkload.multiTurn(orDefault(sessions, 300), orDefault(rate, 1.5), seed);
+        return () -> new SessionWorkload(p);
+      }
+      case "agent" -> {
+        SessionWorkload.Params p = SessionWorkload.agent(orDefault(sessions, 200), orDefault(rate, 1.0), seed);
+        return () -> new SessionWorkload(p);
+      }
+      case "mooncake" -> {
+        Path file = trace != null ? trace : home().resolve("traces/mooncake-sample.jsonl");
+        List<MooncakeTrace.Entry> entries = MooncakeTrace.read(file);
+        if (limit != null && limit < entries.size()) {
+          entries = entries.subList(0, limit);
+        }
+        List<MooncakeTrace.Entry> replayed = entries;
+        return () -> new TraceWorkload(replayed, file.getFileName().toString(), traceTimeScale, seed);
+      }
+      default -> throw new CommandLine.ParameterException(new CommandLine(command),
+          "unknown workload '" + name + "': multi-turn, agent or mooncake");
     }
   }
 

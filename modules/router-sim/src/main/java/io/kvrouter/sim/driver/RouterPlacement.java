@@ -4,6 +4,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.kvrouter.api.v1.Booking;
 import io.kvrouter.api.v1.BookingRef;
+import io.kvrouter.api.v1.KvCleared;
 import io.kvrouter.api.v1.KvEvent;
 import io.kvrouter.api.v1.KvEventBatch;
 import io.kvrouter.api.v1.KvRemoved;
@@ -30,8 +31,8 @@ import java.util.Map;
  * load; each request is booked (Book with its prompt tokens), marked when its prefill is done, and released when it
  * finishes. Each run uses a model of its own, deregistered at the end.
  *
- * <p>An engine publishes after every step; this placement keeps each rank's events and sends them, one batch per
- * rank, just before the next Book and the next load report. The router's index is thus exactly as fresh at every
+ * <p>An engine publishes after every step; this placement keeps each rank's events and sends them, cut into batches
+ * within the router's limits ({@link KvBatches}), just before the next Book and the next load report. The router's index is thus exactly as fresh at every
  * decision as with one call per step, for a fraction of the calls.
  *
  * <p>Calls other than Book (events, MarkPrefillDone, Release, load reports) are sent without waiting, and every one
@@ -137,7 +138,9 @@ public final class RouterPlacement implements Placement {
   private void flushKvEvents() {
     awaitAll(batchesInFlight);
     for (Map.Entry<Integer, List<KvCacheEvent>> entry : unsent.entrySet()) {
-      publish(fleet.unit(entry.getKey()), entry.getValue());
+      for (List<KvCacheEvent> batch : KvBatches.split(entry.getValue())) {
+        publish(fleet.unit(entry.getKey()), batch);
+      }
     }
     unsent.clear();
   }
@@ -163,6 +166,8 @@ public final class RouterPlacement implements Placement {
           r.addBlockHashes(id);
         }
         proto.setRemoved(r);
+      } else if (event instanceof KvCacheEvent.Cleared) {
+        proto.setCleared(KvCleared.getDefaultInstance());
       }
       batch.addEvents(proto);
     }

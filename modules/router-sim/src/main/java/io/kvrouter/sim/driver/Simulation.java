@@ -136,8 +136,15 @@ public final class Simulation {
       workload.finished(source, now, this::scheduleArrival);
       return;
     }
-    inFlight.put(request.id(), new InFlight(source, placed, idealHit));
     Fleet.Unit unit = fleet.unit(placed.unit());
+    if (request.totalBlocks() + fleet.config().limits().watermarkBlocks() > unit.rank().cache().capacity()) {
+      // the engine refuses a request its KV cache can never hold (vLLM: over max_model_len): counted, run goes on
+      rejected++;
+      placement.finished(request, placed);
+      workload.finished(source, now, this::scheduleArrival);
+      return;
+    }
+    inFlight.put(request.id(), new InFlight(source, placed, idealHit));
     unit.rank().enqueue(request);
     if (!unit.rank().stepping()) {
       beginStep(unit);

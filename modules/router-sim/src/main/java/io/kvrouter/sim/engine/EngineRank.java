@@ -14,7 +14,8 @@ import java.util.List;
  *
  * <p>A step is two calls: {@link #beginStep()} plans it at its start time (admission, hence evictions, happen here)
  * and returns its duration from the {@link TimingModel}; {@link #endStep()} applies it at its end time (KV of the
- * computed tokens is stored, first tokens and completions are reported).
+ * computed tokens is stored, first tokens and completions are reported). {@link #abort} removes a request between
+ * steps (the engine-server's client disconnect), keeping the blocks it computed cached, as vLLM does.
  */
 public final class EngineRank {
   /** Scheduler bounds of one rank. */
@@ -42,6 +43,11 @@ public final class EngineRank {
       return request;
     }
 
+    /** Output tokens produced so far (the first one comes with the end of prefill). */
+    public int generated() {
+      return generated;
+    }
+
     /** Prompt tokens served from the cache at admission. */
     public int cachedTokens() {
       return holding == null ? 0 : holding.hitBlocks() * request.blockSize();
@@ -52,8 +58,12 @@ public final class EngineRank {
     }
   }
 
-  /** What one step did, at its end. */
-  public record StepOutcome(List<Active> firstTokens, List<Active> finished) {}
+  /**
+   * What one step did, at its end: requests admitted when it was planned, those whose first token came out, every
+   * request that produced a token (first or later), and those that finished.
+   */
+  public record StepOutcome(List<Active> admitted, List<Active> firstTokens, List<Active> produced,
+      List<Active> finished) {}
 
   private final KvBlockCache cache;
   private final TimingModel timing;
@@ -61,6 +71,7 @@ public final class EngineRank {
   private final ArrayDeque<Active> waiting = new ArrayDeque<>();
   private final List<Active> running = new ArrayList<>();
   private boolean stepping;
+  private List<Active> admittedThisStep = new ArrayList<>();
   private long busyMicros;
   private long servedRequests;
 
@@ -95,6 +106,36 @@ public final class EngineRank {
 
   public int waitingCount() {
     return waiting.size();
+  }
+
+  /** Requests admitted (holding blocks), prefilling or decoding. */
+  public int runningCount() {
+    return running.size();
+  }
+
+  /**
+   * Removes a waiting or running request between steps: its reservation is freed and the blocks it computed stay
+   * cached (evictable once unreferenced). Returns false when the rank does not hold it.
+   */
+  public boolean abort(String requestId) {
+    if (stepping) {
+      throw new IllegalStateException("abort while a step is in progress");
+    }
+    for (var it = waiting.iterator(); it.hasNext(); ) {
+      if (it.next().request.id().equals(requestId)) {
+        it.remove();
+        return true;
+      }
+    }
+    for (int i = 0; i < running.size(); i++) {
+      Active a = running.get(i);
+      if (a.request.id().equals(requestId)) {
+        cache.release(a.holding);
+        running.remove(i);
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Prompt tokens still to be computed, waiting requests included. */
@@ -155,6 +196,7 @@ public final class EngineRank {
         break;
       }
       waiting.poll();
+      admittedThisStep.add(next);
       next.holding = holding;
       next.computed = holding.hitBlocks() * r.blockSize();
       running.add(next);
@@ -185,7 +227,10 @@ public final class EngineRank {
       throw new IllegalStateException("no step in progress");
     }
     stepping = false;
+    List<Active> admitted = admittedThisStep;
+    admittedThisStep = new ArrayList<>();
     List<Active> firstTokens = new ArrayList<>();
+    List<Active> produced = new ArrayList<>();
     List<Active> finished = new ArrayList<>();
     for (Active a : running) {
       if (a.scheduled == 0) {
@@ -197,14 +242,17 @@ public final class EngineRank {
         if (!a.prefilling()) {
           a.generated = 1;
           firstTokens.add(a);
+          produced.add(a);
         }
       } else {
         a.computed++;
         a.generated++;
+        produced.add(a);
       }
       a.scheduled = 0;
       SimRequest r = a.request;
-      cache.store(a.holding, r.blockHashes(), Math.min(a.computed / r.blockSize(), r.blockHashes().length));
+      cache.store(a.holding, r.blockHashes(), r.tokens(), r.blockSize(),
+          Math.min(a.computed / r.blockSize(), r.blockHashes().length));
       if (!a.prefilling() && a.generated >= r.outputTokens()) {
         finished.add(a);
       }
@@ -214,6 +262,6 @@ public final class EngineRank {
       running.remove(a);
       servedRequests++;
     }
-    return new StepOutcome(firstTokens, finished);
+    return new StepOutcome(admitted, firstTokens, produced, finished);
   }
 }

@@ -1,5 +1,6 @@
 package io.kvrouter.sim.engine;
 
+import io.kvrouter.core.selection.RequestLimits;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -16,9 +17,13 @@ import java.util.TreeMap;
  * which is what the router's index assumes of a rank's blocks.
  *
  * <p>Every change a router must know is recorded as a numbered {@link KvCacheEvent} (one gap-free id sequence per
- * rank), drained by {@link #drainEvents()}.
+ * rank), drained by {@link #drainEvents()}. An event names at most {@link #MAX_BLOCKS_PER_EVENT} blocks: longer runs
+ * become several events (a stored run chained through its parents), so every event fits one router batch.
  */
 public final class KvBlockCache {
+  /** The router's limit of block hashes per KV event batch (README "Limits"). */
+  public static final int MAX_BLOCKS_PER_EVENT = RequestLimits.MAX_KV_BLOCKS_PER_BATCH;
+
   private static final class Block {
     final long tokensHash;
     final long blockId;
@@ -144,7 +149,16 @@ public final class KvBlockCache {
    * is freed). Publishes the new blocks as Stored events, one per chain of consecutive new blocks.
    */
   public void store(Holding holding, long[] hashes, int upTo) {
+    store(holding, hashes, null, 0, upTo);
+  }
+
+  /**
+   * As {@link #store(Holding, long[], int)}, with the request's whole token sequence ({@code blockSize} tokens per
+   * block), which the Stored events then carry.
+   */
+  public void store(Holding holding, long[] hashes, int[] tokens, int blockSize, int upTo) {
     List<Block> run = new ArrayList<>();
+    int runStart = 0;
     for (int i = holding.blocks.size(); i < upTo; i++) {
       if (holding.privateBlocks == 0) {
         throw new IllegalStateException("request stores more blocks than it reserved");
@@ -153,11 +167,18 @@ public final class KvBlockCache {
       privateBlocks--;
       Block existing = cached.get(hashes[i]);
       if (existing != null) {
-        publishStored(run);
+        publishStored(run, tokens, runStart, blockSize);
         run = new ArrayList<>();
         reference(existing);
         holding.blocks.add(existing);
         continue;
+      }
+      if (run.size() == MAX_BLOCKS_PER_EVENT) {
+        publishStored(run, tokens, runStart, blockSize);
+        run = new ArrayList<>();
+      }
+      if (run.isEmpty()) {
+        runStart = i;
       }
       Block parent = i == 0 ? null : holding.blocks.get(i - 1);
       Block block = new Block(hashes[i], blockId(hashes[i]), parent);
@@ -166,7 +187,7 @@ public final class KvBlockCache {
       holding.blocks.add(block);
       run.add(block);
     }
-    publishStored(run);
+    publishStored(run, tokens, runStart, blockSize);
   }
 
   /** The request is done: its cached blocks become evictable once unreferenced, its reservation is freed. */
@@ -181,6 +202,26 @@ public final class KvBlockCache {
     holding.blocks.clear();
     privateBlocks -= holding.privateBlocks;
     holding.privateBlocks = 0;
+  }
+
+  /** Blocks cached (referenced or evictable). */
+  public int cachedBlocks() {
+    return cached.size();
+  }
+
+  /**
+   * Drops every cached block nobody references, as vLLM's prefix-cache reset does, and publishes a Cleared event.
+   * Refused (false, nothing changes) while any block is referenced or reserved: vLLM refuses a reset while requests
+   * run.
+   */
+  public boolean resetPrefixCache() {
+    if (privateBlocks > 0 || evictable.size() != cached.size()) {
+      return false;
+    }
+    cached.clear();
+    evictable.clear();
+    events.add(new KvCacheEvent.Cleared(nextEventId++));
+    return true;
   }
 
   /** Numbered events since the last drain, oldest first. */
@@ -208,24 +249,25 @@ public final class KvBlockCache {
       removed.add(victim.blockId);
     }
     privateBlocks += blocks;
-    if (!removed.isEmpty()) {
-      long[] ids = removed.stream().mapToLong(Long::longValue).toArray();
+    for (int from = 0; from < removed.size(); from += MAX_BLOCKS_PER_EVENT) {
+      long[] ids = removed.subList(from, Math.min(removed.size(), from + MAX_BLOCKS_PER_EVENT)).stream()
+          .mapToLong(Long::longValue).toArray();
       events.add(new KvCacheEvent.Removed(nextEventId++, ids));
     }
   }
 
-  private void publishStored(List<Block> run) {
+  private void publishStored(List<Block> run, int[] tokens, int firstBlock, int blockSize) {
     if (run.isEmpty()) {
       return;
     }
     Block first = run.get(0);
     long[] ids = new long[run.size()];
-    long[] tokens = new long[run.size()];
+    long[] hashes = new long[run.size()];
     for (int i = 0; i < run.size(); i++) {
       ids[i] = run.get(i).blockId;
-      tokens[i] = run.get(i).tokensHash;
+      hashes[i] = run.get(i).tokensHash;
     }
     events.add(new KvCacheEvent.Stored(nextEventId++, first.parent == null ? null : first.parent.blockId, ids,
-        tokens));
+        hashes, tokens, firstBlock, blockSize));
   }
 }

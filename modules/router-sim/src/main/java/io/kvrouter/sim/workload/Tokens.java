@@ -11,10 +11,15 @@ public final class Tokens {
 
   /** {@code count} token ids drawn from a generator seeded by {@code key}. */
   public static int[] generate(long key, int count) {
+    return generate(key, count, VOCABULARY);
+  }
+
+  /** {@code count} token ids below {@code vocabulary} drawn from a generator seeded by {@code key}. */
+  public static int[] generate(long key, int count, int vocabulary) {
     SplittableRandom random = new SplittableRandom(mix(key));
     int[] tokens = new int[count];
     for (int i = 0; i < count; i++) {
-      tokens[i] = random.nextInt(VOCABULARY);
+      tokens[i] = random.nextInt(vocabulary);
     }
     return tokens;
   }

@@ -179,4 +179,56 @@ class KvBlockCacheTest {
     }
     assertThat(removedBlocks).isPositive();
   }
+
+  @Test
+  void aRunLongerThanTheBatchLimitIsPublishedAsChainedEventsWithTheirTokens() {
+    int blocks = 20_000;
+    int blockSize = 2;
+    long[] hashes = new long[blocks];
+    int[] tokens = new int[blocks * blockSize];
+    for (int i = 0; i < blocks; i++) {
+      hashes[i] = 1_000_000L + i;
+    }
+    for (int t = 0; t < tokens.length; t++) {
+      tokens[t] = t;
+    }
+    KvBlockCache cache = new KvBlockCache(2 * blocks, 7);
+    KvBlockCache.Holding holding = cache.admit(hashes, blocks, blocks, 0);
+    cache.store(holding, hashes, tokens, blockSize, blocks);
+    List<KvCacheEvent> stored = cache.drainEvents();
+
+    assertThat(stored).extracting(KvCacheEvent::blockCount).containsExactly(8_192, 8_192, 3_616);
+    KvCacheEvent.Stored first = (KvCacheEvent.Stored) stored.get(0);
+    KvCacheEvent.Stored second = (KvCacheEvent.Stored) stored.get(1);
+    assertThat(first.parentBlockId()).isNull();
+    assertThat(second.parentBlockId()).isEqualTo(first.blockIds()[8_191]);
+    assertThat(second.tokensHashes()[0]).isEqualTo(hashes[8_192]);
+    assertThat(second.tokenIds()).hasSize(8_192 * blockSize).startsWith(8_192 * blockSize, 8_192 * blockSize + 1);
+    assertThat(stored).extracting(KvCacheEvent::eventId).containsExactly(1L, 2L, 3L);
+
+    // a request that needs almost the whole cache evicts all 20,000 blocks: removed in events of at most 8,192
+    cache.release(holding);
+    long[] other = new long[2 * blocks];
+    for (int i = 0; i < other.length; i++) {
+      other[i] = 5_000_000L + i;
+    }
+    assertThat(cache.admit(other, other.length, other.length, 0)).isNotNull();
+    assertThat(cache.drainEvents()).extracting(KvCacheEvent::blockCount).containsExactly(8_192, 8_192, 3_616);
+  }
+
+  @Test
+  void aPrefixCacheResetDropsEveryUnreferencedBlockAndIsRefusedWhileARequestHoldsBlocks() {
+    KvBlockCache cache = new KvBlockCache(16, 1);
+    runToCompletion(cache, A);
+    KvBlockCache.Holding running = cache.admit(B, B.length, B.length, 0);
+    assertThat(cache.resetPrefixCache()).isFalse();
+    assertThat(cached(cache, 11)).isTrue();
+
+    cache.release(running);
+    cache.drainEvents();
+    assertThat(cache.resetPrefixCache()).isTrue();
+    assertThat(cache.cachedBlocks()).isZero();
+    assertThat(cache.freeBlocks()).isEqualTo(16);
+    assertThat(cache.drainEvents()).singleElement().isInstanceOf(KvCacheEvent.Cleared.class);
+  }
 }
