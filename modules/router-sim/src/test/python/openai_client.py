@@ -1,7 +1,7 @@
 """The simulated engine through the official OpenAI Python SDK: what a client of vLLM sees.
 
 Usage: openai_client.py BASE_URL MODEL MAX_MODEL_LEN BLOCK_SIZE [chat]
-With "chat" the engine has a tokenizer (a test one), and chat completions are checked too; without it, chat must
+With "chat" the engine has a tokenizer (the repository's kvrouter-tiny), and chat completions are checked too; without it, chat must
 answer 400 naming --tokenizer. Prints "ok: ..." per check; exits non-zero on the first failure.
 """
 import sys

@@ -51,11 +51,13 @@ public final class ModelTokenizer implements AutoCloseable {
   private final long handle;
   private final ChatTemplate chatTemplate;
   private final Map<String, Object> specialTokens;
+  private final int vocabularySize;
   private final AtomicInteger users = new AtomicInteger();
   private final AtomicBoolean freed = new AtomicBoolean();
 
   private ModelTokenizer(Path tokenizerJson, HuggingFaceTokenizer tokenizer, ChatTemplate chatTemplate,
-                         Map<String, Object> specialTokens) {
+      Map<String, Object> specialTokens, int vocabularySize) {
+    this.vocabularySize = vocabularySize;
     this.tokenizerJson = tokenizerJson;
     this.tokenizer = tokenizer;
     this.handle = tokenizer.getHandle();
@@ -103,7 +105,25 @@ public final class ModelTokenizer implements AutoCloseable {
     } catch (RuntimeException e) { // the Rust side rejects a file that is not a tokenizer
       throw new IOException(json + " is not a HuggingFace tokenizer: " + e.getMessage(), e);
     }
-    return new ModelTokenizer(json, tokenizer, template, specialTokens);
+    return new ModelTokenizer(json, tokenizer, template, specialTokens, vocabularySize(json));
+  }
+
+  /** One above the highest id the tokenizer file defines: its model's vocabulary or an added token. */
+  private static int vocabularySize(Path json) throws IOException {
+    JsonNode file = Inputs.JSON.readTree(json.toFile());
+    int highest = -1;
+    JsonNode vocab = file.path("model").path("vocab");
+    if (vocab.isObject()) { // BPE, WordPiece, WordLevel: token -> id
+      for (JsonNode id : (Iterable<JsonNode>) vocab::elements) {
+        highest = Math.max(highest, id.asInt());
+      }
+    } else if (vocab.isArray()) { // Unigram: [token, score] in id order
+      highest = vocab.size() - 1;
+    }
+    for (JsonNode added : file.path("added_tokens")) {
+      highest = Math.max(highest, added.path("id").asInt(-1));
+    }
+    return highest + 1;
   }
 
   private static JsonNode readConfig(Path file) throws IOException {
@@ -174,6 +194,25 @@ public final class ModelTokenizer implements AutoCloseable {
     } finally {
       release();
     }
+  }
+
+  /** The text of {@code ids}, special tokens skipped when asked (as an engine's detokenizer does by default). */
+  public String decode(int[] ids, boolean skipSpecialTokens) {
+    long[] wide = new long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      wide[i] = ids[i];
+    }
+    acquire();
+    try {
+      return TokenizersLibrary.LIB.decode(handle, wide, skipSpecialTokens);
+    } finally {
+      release();
+    }
+  }
+
+  /** Valid token ids are below this. */
+  public int vocabularySize() {
+    return vocabularySize;
   }
 
   /** The model's chat template, or null when it has none. */

@@ -39,6 +39,20 @@ class ModelTokenizerTest {
   }
 
   @Test
+  void decodesAndSizesItsVocabularyAsHuggingFacePythonTokenizers() throws Exception {
+    try (ModelTokenizer tokenizer = ModelTokenizer.load(TINY)) {
+      Map<String, Object> reference = pythonReference(TINY.resolve("tokenizer.json"), TEXTS, true);
+      @SuppressWarnings("unchecked")
+      List<String> decoded = (List<String>) reference.get("decoded");
+      for (int i = 0; i < TEXTS.size(); i++) {
+        assertThat(tokenizer.decode(tokenizer.encode(TEXTS.get(i), true), true)).as("%s", TEXTS.get(i))
+            .isEqualTo(decoded.get(i));
+      }
+      assertThat(tokenizer.vocabularySize()).isEqualTo(reference.get("vocabulary_size"));
+    }
+  }
+
+  @Test
   void addsBosOnlyWithSpecialTokens() throws Exception {
     try (ModelTokenizer tokenizer = ModelTokenizer.load(TINY.resolve("tokenizer.json"))) {
       int[] with = tokenizer.encode("route me", true);
@@ -127,12 +141,16 @@ class ModelTokenizerTest {
   }
 
   static List<List<Integer>> python(Path tokenizer, List<String> texts, boolean special) throws Exception {
+    @SuppressWarnings("unchecked")
+    List<List<Integer>> ids = (List<List<Integer>>) pythonReference(tokenizer, texts, special).get("ids");
+    return ids;
+  }
+
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> pythonReference(Path tokenizer, List<String> texts, boolean special) throws Exception {
     String out = PythonRunner.run(ChatTemplateConformanceTest.JSON.writeValueAsString(Map.of(
         "tokenizer", tokenizer.toString(), "texts", texts, "add_special_tokens", special)), 60,
         "modules/router-tokenizer/src/test/python/encode.py");
-    @SuppressWarnings("unchecked")
-    List<List<Integer>> ids = (List<List<Integer>>) ChatTemplateConformanceTest.JSON.readValue(out, Map.class)
-        .get("ids");
-    return ids;
+    return ChatTemplateConformanceTest.JSON.readValue(out, Map.class);
   }
 }

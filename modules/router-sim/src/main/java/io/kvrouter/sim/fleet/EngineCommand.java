@@ -3,8 +3,14 @@ package io.kvrouter.sim.fleet;
 import io.kvrouter.sim.engine.EngineRank;
 import io.kvrouter.sim.engine.TimingModel;
 import io.kvrouter.sim.server.EngineConfig;
+import io.kvrouter.sim.server.ModelPromptTokenizer;
+import io.kvrouter.sim.server.PromptTokenizer;
 import io.kvrouter.sim.server.SimEngineServer;
 import io.kvrouter.sim.server.TokenIdsOnlyTokenizer;
+import io.kvrouter.tokenizer.ModelTokenizer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -76,13 +82,32 @@ public final class EngineCommand implements Callable<Integer> {
       + "length drawn from this range (unless max_tokens ends it), default ${DEFAULT-VALUE}")
   String eosAfter = "16-256";
 
-  @Option(names = "--vocab-size", description = "output ids are drawn below this, default ${DEFAULT-VALUE}")
+  @Option(names = "--tokenizer", paramLabel = "DIR", description = "the model's HuggingFace tokenizer directory "
+      + "(tokenizer.json, the chat template in tokenizer_config.json): text prompts and chat; default the "
+      + "repository's models/kvrouter-tiny; 'none': token-id prompts only")
+  String tokenizer;
+
+  @Option(names = "--vocab-size", description = "without a tokenizer, output ids are drawn below this, default "
+      + "${DEFAULT-VALUE}")
   int vocabularySize = TokenIdsOnlyTokenizer.DEFAULT_VOCABULARY;
 
   @Option(names = "--parent-pid", description = "exit when this process does (bin/sim engines sets it)")
   Long parentPid;
 
-  EngineConfig config() {
+  /** The tokenizer directory asked for (or the repository's tiny model's), or null for none. */
+  Path tokenizerDir() {
+    if ("none".equals(tokenizer)) {
+      return null;
+    }
+    if (tokenizer != null) {
+      return Path.of(tokenizer);
+    }
+    String home = System.getProperty("sim.home");
+    Path tiny = home == null ? null : Path.of(home).resolve("../../models/kvrouter-tiny").normalize();
+    return tiny != null && Files.isDirectory(tiny) ? tiny : null;
+  }
+
+  EngineConfig config(int vocabulary) {
     String[] range = eosAfter.split("-", 2);
     if (range.length != 2) {
       throw new IllegalArgumentException("--eos-after wants MIN-MAX, got '" + eosAfter + "'");
@@ -93,16 +118,22 @@ public final class EngineCommand implements Callable<Integer> {
         TimingModel.llama8bOnH100(), timeScale, kvEventsPort, kvReplayPort, topic,
         EngineConfig.KvEventEncoding.valueOf(encoding.toUpperCase(Locale.ROOT)),
         EngineConfig.ReplayFormat.valueOf(replayFormat.toUpperCase(Locale.ROOT)), seed,
-        Integer.parseInt(range[0].trim()), Integer.parseInt(range[1].trim()), vocabularySize);
+        Integer.parseInt(range[0].trim()), Integer.parseInt(range[1].trim()), vocabulary);
   }
 
   @Override
-  public Integer call() throws InterruptedException {
-    EngineConfig config = config();
-    SimEngineServer server = SimEngineServer.start(config, new TokenIdsOnlyTokenizer(config.vocabularySize()));
+  public Integer call() throws InterruptedException, IOException {
+    Path dir = tokenizerDir();
+    ModelTokenizer model = dir == null ? null : ModelTokenizer.load(dir);
+    PromptTokenizer prompts = model == null ? new TokenIdsOnlyTokenizer(vocabularySize)
+        : new ModelPromptTokenizer(model);
+    SimEngineServer server = SimEngineServer.start(config(prompts.vocabularySize()), prompts);
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
+      if (model != null) {
+        model.close();
+      }
       stopped.countDown();
     }, "sim-engine-shutdown"));
     if (parentPid != null) {

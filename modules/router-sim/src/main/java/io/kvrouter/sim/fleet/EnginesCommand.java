@@ -75,6 +75,10 @@ public final class EnginesCommand implements Callable<Integer> {
   @Option(names = "--seed", description = "engine i draws output tokens from seed + i, default ${DEFAULT-VALUE}")
   long seed = 42;
 
+  @Option(names = "--tokenizer", paramLabel = "DIR", description = "every engine's tokenizer directory (see `sim "
+      + "engine --help`; 'none': token-id prompts only), default the repository's models/kvrouter-tiny")
+  String tokenizer;
+
   @Option(names = "--heap", description = "each engine's -Xmx, default ${DEFAULT-VALUE}")
   String heap = "384m";
 
@@ -134,6 +138,13 @@ public final class EnginesCommand implements Callable<Integer> {
           "--kv-replay-port", Integer.toString(replayBase == 0 ? 0 : replayBase + i * dpSize),
           "--kv-events-encoding", encoding, "--kv-replay-format", replayFormat,
           "--seed", Long.toString(seed + i), "--parent-pid", Long.toString(ProcessHandle.current().pid())));
+      if (tokenizer != null) {
+        command.addAll(List.of("--tokenizer", tokenizer));
+      }
+      String home = System.getProperty("sim.home");
+      if (home != null) {
+        command.add(1, "-Dsim.home=" + home);
+      }
       Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
       processes.add(process);
       ready.add(readyLine(process, "sim-" + i));

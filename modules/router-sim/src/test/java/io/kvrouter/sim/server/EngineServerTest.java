@@ -85,10 +85,12 @@ class EngineServerTest {
 
   @Test
   void theOpenAiSdkGetsChatCompletionsStreamingAndNotWhenTheEngineHasATokenizer() throws Exception {
-    EngineConfig config = new EngineConfig(MODEL, "127.0.0.1", 0, 1, 2_000, 16, 4_000,
-        EngineConfig.defaultLimits(2_000), io.kvrouter.sim.engine.TimingModel.llama8bOnH100(), 50, -1, -1,
-        "kv-events", EngineConfig.KvEventEncoding.MAP, EngineConfig.ReplayFormat.TOPIC, 42, 16, 256, 128_256);
-    try (SimEngineServer server = start(config, new LetterTokenizer())) {
+    try (io.kvrouter.tokenizer.ModelTokenizer tiny = io.kvrouter.tokenizer.ModelTokenizer.load(
+            PythonProgram.REPO.resolve("models/kvrouter-tiny"));
+        SimEngineServer server = start(new EngineConfig(MODEL, "127.0.0.1", 0, 1, 2_000, 16, 4_000,
+            EngineConfig.defaultLimits(2_000), io.kvrouter.sim.engine.TimingModel.llama8bOnH100(), 50, -1, -1,
+            "kv-events", EngineConfig.KvEventEncoding.MAP, EngineConfig.ReplayFormat.TOPIC, 42, 16, 256,
+            tiny.vocabularySize()), new ModelPromptTokenizer(tiny))) {
       PythonProgram.Result result = PythonProgram.run(120, "openai_client.py", base(server), MODEL,
           Integer.toString(server.config().maxModelLen()), "16", "chat");
       assertThat(result.exitCode()).as(result.stdout() + result.stderr()).isZero();

@@ -22,6 +22,9 @@ final class PythonProgram implements AutoCloseable {
   private final CompletableFuture<String> stdout;
   private final CompletableFuture<String> stderr;
 
+  /** The repository's root: the module runs its tests from modules/router-sim. */
+  static final Path REPO = Path.of("").toAbsolutePath().resolve("../..").normalize();
+
   private PythonProgram(Process process) {
     this.process = process;
     this.stdout = read(process.getInputStream());
