@@ -1,6 +1,5 @@
 package io.kvrouter.cluster;
 
-import io.kvrouter.cluster.admission.ModelAdmission;
 import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.cluster.replication.ReplicaActor;
 import static io.kvrouter.cluster.TestCluster.join;

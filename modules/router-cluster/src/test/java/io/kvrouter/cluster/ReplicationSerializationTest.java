@@ -1,6 +1,5 @@
 package io.kvrouter.cluster;
 
-import io.kvrouter.cluster.admission.ModelAdmission;
 import io.kvrouter.cluster.replication.ReplicaActor;
 import io.kvrouter.cluster.replication.ReplicationConfig;
 import static org.assertj.core.api.Assertions.assertThat;

@@ -1,6 +1,5 @@
 package io.kvrouter.interop;
 
-import io.kvrouter.cluster.admission.ModelAdmission;
 import static org.assertj.core.api.Assertions.assertThat;
 import static io.kvrouter.interop.NodeCalls.call;
 import static io.kvrouter.interop.NodeCalls.prompt;
@@ -11,6 +10,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.grpc.Status;
 import io.kvrouter.api.v1.Booking;
+import io.kvrouter.api.v1.ListModelsRequest;
+import io.kvrouter.api.v1.ModelList;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.ModelStateRequest;
@@ -148,13 +149,19 @@ class RegionOfThreeJvmsTest {
     assertThat(state(client(host.number()), model).getBookingsList()).isEmpty();
   }
 
-  /** Any node serves any model: Select and Book through nodes 2 and 3, Release through node 1. */
+  /**
+   * Any node serves any model once the owner's replication reached it (milliseconds): Select and Book through nodes 2
+   * and 3, Release through node 1.
+   */
   @Test
   void everyNodeServesAModelRegisteredThroughAnother() {
     awaitRegionUp();
 
     String model = "region/jvms-any-node";
     registerWorkers(client(1), model);
+    await().atMost(Duration.ofSeconds(10)).until(() -> java.util.stream.IntStream.rangeClosed(1, NODES).allMatch(
+        node -> call(client(node), "Admin", "ListModels", ListModelsRequest.getDefaultInstance(),
+            ModelList.getDefaultInstance()).response(ModelList.class).getModelsList().contains(model)));
 
     for (int node : new int[] {2, 3}) {
       Selection selection = call(client(node), "Router", "Select", prompt(model).build(),
