@@ -159,7 +159,7 @@ class RegionOfThreeJvmsTest {
 
     String model = "region/jvms-any-node";
     registerWorkers(client(1), model);
-    await().atMost(Duration.ofSeconds(10)).until(() -> java.util.stream.IntStream.rangeClosed(1, NODES).allMatch(
+    await().atMost(Duration.ofSeconds(10)).ignoreExceptions().until(() -> java.util.stream.IntStream.rangeClosed(1, NODES).allMatch(
         node -> call(client(node), "Admin", "ListModels", ListModelsRequest.getDefaultInstance(),
             ModelList.getDefaultInstance()).response(ModelList.class).getModelsList().contains(model)));
 
