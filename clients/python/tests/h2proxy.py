@@ -1,8 +1,8 @@
 """A TCP proxy between a gRPC client and the router that reads the HTTP/2 frames it forwards, so a test can lose a
 Book's answer exactly where it wants: after the router wrote it, before the client read it.
 
-Armed with a mode, the proxy acts on the first DATA frame the router sends on a stream (the answer's message) on
-any connection, then disarms (later answers, e.g. of the client's replay, pass) unless armed for more answers:
+Armed with modes, the proxy acts on the first DATA frame the router sends on a stream (the answer's message) on
+any connection as the first mode says, on the next answer as the second, and so on; answers after that pass:
 
 * ``CUT``: drops that frame and closes both sockets at once. The client cannot send a cancel over that
   connection, and the router sees a lost connection, not an RST_STREAM.
@@ -10,6 +10,8 @@ any connection, then disarms (later answers, e.g. of the client's replay, pass) 
   router's PING); what the client sends still passes (its RST_STREAM when it cancels).
 * ``HOLD_STREAMS``: withholds that frame and every later frame of a stream, but passes connection frames (stream
   0: the PING), so the client acknowledges the router's PING; :attr:`ping_acked` is set once it has.
+
+With :attr:`blackhole` set, nothing the client sends reaches the router.
 
 :attr:`answer` is the withheld gRPC message (decode it with the answer's type), :attr:`answer_seen` set when it
 arrived.
@@ -109,6 +111,9 @@ class _Connection:
                         self.proxy.ping_acked.set()
                     if kind == RST_STREAM:
                         self.proxy.resets_sent += 1
+                    if self.proxy.blackhole:
+                        self.proxy.dropped += 1
+                        continue
                     self.upstream.sendall(frame)
         except OSError:
             pass
@@ -127,6 +132,7 @@ class _Connection:
                     if self.mode is Mode.PASS and kind == DATA and stream > 0:
                         self.mode = self.proxy._take_armed()
                         if self.mode is not Mode.PASS:
+                            self.proxy.answers += 1
                             self.proxy.answer = _grpc_message(frame)
                             self.proxy.answer_seen.set()
                             if self.mode is Mode.CUT:
@@ -151,14 +157,18 @@ class Http2Proxy:
         self._listener.bind(("127.0.0.1", 0))
         self._listener.listen(16)
         self.port = self._listener.getsockname()[1]
-        self._armed = Mode.PASS
-        self._armed_times = 0
+        self._armed: List[Mode] = []
         self._lock = threading.Lock()
         self._connections: List[_Connection] = []
         self.answer: Optional[bytes] = None
+        #: answers the armed modes acted on
+        self.answers = 0
         self.answer_seen = threading.Event()
         self.ping_acked = threading.Event()
         self.resets_sent = 0
+        #: while set, frames the client sends are dropped (counted in ``dropped``)
+        self.blackhole = False
+        self.dropped = 0
         self.accepted = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -166,21 +176,18 @@ class Http2Proxy:
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def arm(self, mode: Mode, times: int = 1) -> None:
-        """Acts on the next ``times`` answers as ``mode`` says (module docstring)."""
+    def arm(self, *modes: Mode) -> None:
+        """Acts on the next answers as ``modes`` say, one answer each, in order (module docstring)."""
         with self._lock:
             self.answer = None
             self.answer_seen.clear()
             self.ping_acked.clear()
             self.resets_sent = 0
-            self._armed, self._armed_times = mode, times
+            self._armed = list(modes)
 
     def _take_armed(self) -> Mode:
         with self._lock:
-            if self._armed_times <= 0:
-                return Mode.PASS
-            self._armed_times -= 1
-            return self._armed
+            return self._armed.pop(0) if self._armed else Mode.PASS
 
     def _accept(self) -> None:
         while True:

@@ -73,14 +73,27 @@ async def test_a_lost_answer_is_replayed_by_the_async_client(node: routers.Route
 def test_a_book_whose_every_answer_is_lost_raises_outcome_unknown(proxied: kvrouter.Router, proxy: Http2Proxy,
                                                                   router: kvrouter.Router, model: Model) -> None:
     proxied.select(model.name, isl_tokens=8)
-    proxy.arm(Mode.CUT, times=100)
+    proxy.arm(*[Mode.CUT] * 100)
     with pytest.raises(kvrouter.BookingOutcomeUnknown) as raised:
         proxied.book(model.name, request_id="all-lost", isl_tokens=64)
     assert raised.value.request_id == "all-lost"
     assert isinstance(raised.value, kvrouter.Unavailable)
+    assert proxy.answers == 5  # the Book and its four replays
     assert len(model.bookings("all-lost")) == 1  # the first Book's booking, replayed by every retry
     assert router.reclaim(model.name, "all-lost") is True
     assert model.bookings() == []
+
+
+def test_a_replay_that_runs_out_of_time_raises_outcome_unknown(proxied: kvrouter.Router, proxy: Http2Proxy,
+                                                               model: Model) -> None:
+    proxied.select(model.name, isl_tokens=8)
+    proxy.arm(Mode.CUT, Mode.HOLD)  # the answer is lost, the replay's answer never arrives
+    with pytest.raises(kvrouter.BookingOutcomeUnknown) as raised:
+        proxied.book(model.name, request_id="replay-late", isl_tokens=64, timeout=1.0)
+    assert isinstance(raised.value.cause, kvrouter.DeadlineExceeded) and raised.value.cause.retries == 1
+    assert proxy.answers == 2
+    # the replay's call ended within the late-cancel window: the router freed the booking it had re-bound to it
+    wait_until(lambda: not model.bookings("replay-late"), what="the router to free the abandoned replay")
 
 
 def test_a_lost_release_answer_is_sent_again_and_frees_the_booking(proxied: kvrouter.Router, proxy: Http2Proxy,
@@ -182,3 +195,28 @@ async def test_a_book_cancelled_while_queued_books_anew(arouter: kvrouter.AsyncR
     assert anew.replay is False
     assert [b.request_id for b in m.bookings()] == ["queued-cancel"]
     await anew.release()
+
+
+async def test_a_release_cut_off_by_a_second_cancellation_is_finished_in_the_background(
+        node: routers.RouterProcess, proxy: Http2Proxy, model: Model) -> None:
+    client = kvrouter.AsyncRouter(proxy.target, timeout=10.0)
+    inside = asyncio.Event()
+
+    async def serve() -> None:
+        async with client.book(model.name, request_id="cut-release", isl_tokens=64):
+            inside.set()
+            await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(serve())
+    await inside.wait()
+    proxy.blackhole = True  # the release the cancellation starts never reaches the router
+    task.cancel()
+    await until(lambda: proxy.dropped > 0, what="the release to be sent")
+    task.cancel()  # cancelled again while releasing
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(model.bookings("cut-release")) == 1
+    proxy.blackhole = False
+    proxy.cut_all()  # the release sent again in the background fails over to a new connection
+    await client.close()  # waits for it
+    assert model.bookings() == []

@@ -101,14 +101,15 @@ def route_request(
 ) -> router_pb2.RouteRequest:
     text("model", model)
     text("request_id", request_id, required=for_book)
-    has_tokens = token_ids is not None and len(token_ids) > 0
-    has_hashes = block_hashes is not None and len(block_hashes) > 0
+    tokens: Sequence[int] = () if token_ids is None else token_ids
+    hashes: Sequence[int] = () if block_hashes is None else block_hashes
+    has_tokens, has_hashes = len(tokens) > 0, len(hashes) > 0
     if has_tokens and has_hashes:
         raise ValueError("send token_ids or block_hashes, not both")
     if isl_tokens is not None:
         uint("isl_tokens", isl_tokens)
-    if has_tokens and isl_tokens and isl_tokens != len(token_ids):  # type: ignore[arg-type]
-        raise ValueError(f"isl_tokens {isl_tokens} disagrees with the {len(token_ids)} token_ids")  # type: ignore[arg-type]
+    if has_tokens and isl_tokens and isl_tokens != len(tokens):
+        raise ValueError(f"isl_tokens {isl_tokens} disagrees with the {len(tokens)} token_ids")
     if not has_tokens and not isl_tokens:
         raise ValueError("the prompt is empty: pass token_ids, or isl_tokens (with block_hashes or alone)")
     uint("expected_output_tokens", expected_output_tokens)
@@ -145,9 +146,9 @@ def route_request(
     if pinned_dp_rank is not None:
         request.pinned_dp_rank = pinned_dp_rank
     if has_tokens:
-        _repeated("token_ids", lambda: request.token_ids.extend(token_ids))  # type: ignore[arg-type]
+        _repeated("token_ids", lambda: request.token_ids.extend(tokens))
     if has_hashes:
-        _repeated("block_hashes", lambda: request.block_hashes.extend(block_hashes))  # type: ignore[arg-type]
+        _repeated("block_hashes", lambda: request.block_hashes.extend(hashes))
     return request
 
 

@@ -43,6 +43,17 @@ def is_transport_loss(error: KvRouterError) -> bool:
     return error.reason is None and error.code in _TRANSPORT_LOSS
 
 
+def book_outcome_unknown(error: KvRouterError) -> bool:
+    """True when a failed Book may have left a booking: its transport failed, or it did after a lost attempt and no
+    replay got the router's answer (a router's rejection of a replay is authoritative: a live booking would have
+    been returned)."""
+    return error.reason is None and (error.code in _TRANSPORT_LOSS or error.retries > 0)
+
+
+def _read(path: Optional[Union[str, Path]]) -> Optional[bytes]:
+    return None if path is None else Path(path).read_bytes()
+
+
 @dataclass(frozen=True)
 class Tls:
     """TLS to the router. ``ca_file``: PEM roots to trust (None: the system's); ``cert_file`` and ``key_file``:
@@ -57,9 +68,8 @@ class Tls:
     def credentials(self) -> grpc.ChannelCredentials:
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("mutual TLS needs both cert_file and key_file")
-        read = lambda path: None if path is None else Path(path).read_bytes()  # noqa: E731
-        return grpc.ssl_channel_credentials(root_certificates=read(self.ca_file), private_key=read(self.key_file),
-                                            certificate_chain=read(self.cert_file))
+        return grpc.ssl_channel_credentials(root_certificates=_read(self.ca_file), private_key=_read(self.key_file),
+                                            certificate_chain=_read(self.cert_file))
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,7 @@ class RetryPolicy:
             raise ValueError(f"invalid retry policy {self}")
 
     def backoff(self, retry: int) -> float:
-        return min(self.max_backoff, self.initial_backoff * (2 ** retry))
+        return min(self.max_backoff, self.initial_backoff * float(2 ** retry))
 
 
 class Stubs:
@@ -85,9 +95,10 @@ class Stubs:
     __slots__ = ("router", "workers", "admin", "health")
 
     def __init__(self, channel: Union[grpc.Channel, grpc.aio.Channel]) -> None:
-        self.router = router_pb2_grpc.RouterStub(channel)
-        self.workers = workers_pb2_grpc.WorkersStub(channel)
-        self.admin = admin_pb2_grpc.AdminStub(channel)
+        # grpcio-tools writes no types for the service stubs
+        self.router = router_pb2_grpc.RouterStub(channel)  # type: ignore[no-untyped-call]
+        self.workers = workers_pb2_grpc.WorkersStub(channel)  # type: ignore[no-untyped-call]
+        self.admin = admin_pb2_grpc.AdminStub(channel)  # type: ignore[no-untyped-call]
         self.health = health_pb2_grpc.HealthStub(channel)
 
 
@@ -134,6 +145,7 @@ class _Base:
                         what: str) -> Tuple[KvRouterError, float]:
         """The mapped error, raised unless another try is due; then how long to wait before it."""
         mapped = from_rpc_error(error)
+        mapped.retries = retries
         if retries >= self.retry.attempts or not is_transport_loss(mapped):
             raise mapped from None
         pause = self.retry.backoff(retries)
@@ -163,8 +175,7 @@ class Transport(_Base):
         """The stubs calls go through (one channel today; the place for a channel per node)."""
         return self._stubs
 
-    def call(self, method: Any, request: Any, timeout: Optional[float], what: str,
-             retry: bool = True) -> Tuple[Any, int]:
+    def call(self, method: Any, request: Any, timeout: Optional[float], what: str) -> Tuple[Any, int]:
         """Sends ``request`` through ``method`` (a stub's multi-callable); returns the answer and how many times
         it was sent again after a lost transport. Raises :class:`KvRouterError`."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -173,8 +184,6 @@ class Transport(_Base):
             try:
                 return method(request, timeout=_remaining(deadline), metadata=self.metadata), retries
             except grpc.RpcError as e:
-                if not retry:
-                    raise from_rpc_error(e) from None
                 _, pause = self._retry_or_raise(e, retries, deadline, what)
             time.sleep(pause)
             retries += 1
@@ -199,8 +208,7 @@ class AsyncTransport(_Base):
         """The stubs calls go through (one channel today; the place for a channel per node)."""
         return self._stubs
 
-    async def call(self, method: Any, request: Any, timeout: Optional[float], what: str,
-                   retry: bool = True) -> Tuple[Any, int]:
+    async def call(self, method: Any, request: Any, timeout: Optional[float], what: str) -> Tuple[Any, int]:
         """As :meth:`Transport.call`; cancelling the awaiting task cancels the call in flight."""
         deadline = None if timeout is None else time.monotonic() + timeout
         retries = 0
@@ -208,11 +216,9 @@ class AsyncTransport(_Base):
             try:
                 return await method(request, timeout=_remaining(deadline), metadata=self.metadata), retries
             except grpc.aio.AioRpcError as e:
-                if not retry:
-                    raise from_rpc_error(e) from None
                 _, pause = self._retry_or_raise(e, retries, deadline, what)
             await asyncio.sleep(pause)
             retries += 1
 
     async def close(self) -> None:
-        await self.channel.close()
+        await self.channel.close(grace=None)

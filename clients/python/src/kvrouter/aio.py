@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Generator, Iterable, Mapping, Optional, Seque
 from grpc_health.v1 import health_pb2
 
 from kvrouter import _requests as req
-from kvrouter._transport import AsyncTransport, RetryPolicy, Tls, is_transport_loss
+from kvrouter._transport import AsyncTransport, RetryPolicy, Tls, book_outcome_unknown
 from kvrouter.client import DEFAULT_TIMEOUT, BookingBase, renewal_interval
 from kvrouter.errors import BookingOutcomeUnknown, KvRouterError
 from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerRole
@@ -111,7 +111,7 @@ class AsyncRouter:
             answer, replays = await self._transport.call(self._transport.stubs().router.Book, request, timeout,
                                                          "Book")
         except KvRouterError as e:
-            if is_transport_loss(e):
+            if book_outcome_unknown(e):
                 raise BookingOutcomeUnknown(request.request_id, e) from None
             raise
         return AsyncBooking(self, model, answer, replays)
@@ -125,8 +125,8 @@ class AsyncRouter:
     async def mark_prefill_done(self, model: str, request_id: str, attempt: int, region: str = "", *,
                                 timeout: Optional[float] = req.UNSET) -> bool:
         """As :meth:`kvrouter.Router.mark_prefill_done`."""
-        return bool((await self._call("MarkPrefillDone", "router",
-                                      req.booking_ref(model, request_id, attempt, region), timeout)).applied)
+        ref = req.booking_ref(model, request_id, attempt, region)
+        return bool((await self._call("MarkPrefillDone", "router", ref, timeout)).applied)
 
     async def renew(self, model: str, request_id: str, attempt: int, region: str = "", *,
                     timeout: Optional[float] = req.UNSET) -> Renewal:
@@ -182,7 +182,8 @@ class PendingBooking:
 
 class AsyncBooking(BookingBase):
     """As :class:`kvrouter.Booking`, with async calls; ``async with booking:`` releases it on every way out,
-    task cancellation included (the release runs shielded and is awaited by :meth:`AsyncRouter.close`)."""
+    task cancellation included (a release the cancellation cut off is finished by a task of its own, which
+    :meth:`AsyncRouter.close` waits for)."""
 
     def __init__(self, router: AsyncRouter, model: str, proto: router_pb2.Booking, client_replays: int = 0) -> None:
         super().__init__(model, proto, client_replays)
@@ -216,19 +217,32 @@ class AsyncBooking(BookingBase):
         return self._keep_alive
 
     async def release(self, *, timeout: Optional[float] = req.UNSET) -> bool:
-        """Frees the booking (once: later calls await the first answer). True if it was live until now. The call
-        goes on if the awaiting task is cancelled."""
-        task = self._release_task
-        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
-            self._release_task = self._router._spawn(self._release(timeout))
-        return await asyncio.shield(self._release_task)
-
-    async def _release(self, timeout: Optional[float]) -> bool:
+        """Frees the booking (once: later calls return the first answer). True if it was live until now. If the
+        awaiting task is cancelled meanwhile, the release is finished by a task of its own (Release is idempotent)
+        and the cancellation goes on."""
+        if self._released is not None:
+            return self._released
+        if self._release_task is not None:  # finishing after a cancelled release
+            return await asyncio.shield(self._release_task)
         if self._keep_alive is not None:
             await self._keep_alive.stop()
-        self._released = await self._router.release(self.model, self.request_id, self.attempt, self.region,
-                                                     timeout=timeout)
+        try:
+            return self._record(await self._router.release(self.model, self.request_id, self.attempt, self.region,
+                                                           timeout=timeout))
+        except asyncio.CancelledError:
+            # the call may have been cut off before it reached the router: send it again, out of reach of the
+            # cancelled task (AsyncRouter.close waits for it)
+            self._release_task = self._router._spawn(self._release_again(timeout))
+            raise
+
+    def _record(self, applied: bool) -> bool:
+        if self._released is None:
+            self._released = applied
         return self._released
+
+    async def _release_again(self, timeout: Optional[float]) -> bool:
+        return self._record(await self._router.release(self.model, self.request_id, self.attempt, self.region,
+                                                       timeout=timeout))
 
     async def __aenter__(self) -> "AsyncBooking":
         return self
@@ -309,15 +323,18 @@ class AsyncWorkers:
                        role: WorkerRole = WorkerRole.UNSPECIFIED,
                        timeout: Optional[float] = req.UNSET) -> workers_pb2.Registered:
         """As :meth:`kvrouter.client.Workers.register`."""
-        return await self._router._call("Register", "workers", req.registration(
+        answer: workers_pb2.Registered = await self._router._call("Register", "workers", req.registration(
             model, worker_id, max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks,
             block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role),
             timeout)
+        return answer
 
     async def deregister(self, model: str, worker_id: str, *,
                          timeout: Optional[float] = req.UNSET) -> workers_pb2.Deregistered:
         """As :meth:`kvrouter.client.Workers.deregister`."""
-        return await self._router._call("Deregister", "workers", req.worker_key(model, worker_id), timeout)
+        answer: workers_pb2.Deregistered = await self._router._call(
+            "Deregister", "workers", req.worker_key(model, worker_id), timeout)
+        return answer
 
     async def report_load(self, model: str, worker_id: str,
                           ranks: Iterable[Union[workers_pb2.RankLoadReport, Mapping[str, int]]], *,
@@ -330,8 +347,9 @@ class AsyncWorkers:
                                 events: Sequence[workers_pb2.KvEvent], *,
                                 timeout: Optional[float] = req.UNSET) -> workers_pb2.KvEventAck:
         """As :meth:`kvrouter.client.Workers.publish_kv_events`."""
-        return await self._router._call("PublishKvEvents", "workers",
-                                        req.kv_event_batch(model, worker_id, dp_rank, events), timeout)
+        batch = req.kv_event_batch(model, worker_id, dp_rank, events)
+        answer: workers_pb2.KvEventAck = await self._router._call("PublishKvEvents", "workers", batch, timeout)
+        return answer
 
 
 class AsyncAdmin:
@@ -343,11 +361,15 @@ class AsyncAdmin:
     async def set_policy(self, model: str, policy: str = "", parameters: Mapping[str, object] = {}, *,
                          timeout: Optional[float] = req.UNSET) -> admin_pb2.PolicySet:
         """As :meth:`kvrouter.client.Admin.set_policy`."""
-        return await self._router._call("SetPolicy", "admin", req.set_policy(model, policy, parameters), timeout)
+        answer: admin_pb2.PolicySet = await self._router._call(
+            "SetPolicy", "admin", req.set_policy(model, policy, parameters), timeout)
+        return answer
 
     async def get_model_state(self, model: str, *, timeout: Optional[float] = req.UNSET) -> admin_pb2.ModelState:
         """As :meth:`kvrouter.client.Admin.get_model_state`."""
-        return await self._router._call("GetModelState", "admin", req.model_state_request(model), timeout)
+        answer: admin_pb2.ModelState = await self._router._call(
+            "GetModelState", "admin", req.model_state_request(model), timeout)
+        return answer
 
     async def list_models(self, *, timeout: Optional[float] = req.UNSET) -> list[str]:
         """As :meth:`kvrouter.client.Admin.list_models`."""
@@ -356,4 +378,6 @@ class AsyncAdmin:
     async def explain_recent(self, model: str, limit: int = 0, *,
                              timeout: Optional[float] = req.UNSET) -> explain_pb2.ExplainReply:
         """As :meth:`kvrouter.client.Admin.explain_recent`."""
-        return await self._router._call("ExplainRecent", "admin", req.explain_request(model, limit), timeout)
+        answer: explain_pb2.ExplainReply = await self._router._call(
+            "ExplainRecent", "admin", req.explain_request(model, limit), timeout)
+        return answer

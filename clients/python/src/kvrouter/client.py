@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Type, Unio
 from grpc_health.v1 import health_pb2
 
 from kvrouter import _requests as req
-from kvrouter._transport import RetryPolicy, Tls, Transport, is_transport_loss
+from kvrouter._transport import RetryPolicy, Tls, Transport, book_outcome_unknown
 from kvrouter.errors import BookingOutcomeUnknown, KvRouterError
 from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerEndpoint, WorkerRole
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
@@ -126,7 +126,7 @@ class Router:
             answer, replays = self._transport.call(self._transport.stubs().router.Book, request,
                                                    self._timeout(timeout), "Book")
         except KvRouterError as e:
-            if is_transport_loss(e):
+            if book_outcome_unknown(e):
                 raise BookingOutcomeUnknown(request_id, e) from None
             raise
         return Booking(self, model, answer, replays)
@@ -346,16 +346,19 @@ class Workers:
         """Registers a worker with ranks ``[dp_start, dp_start + dp_size)``. Idempotent: the same registration
         again answers ``created`` false; another configuration for the same worker raises
         :class:`~kvrouter.errors.WorkerConfigConflict`."""
-        return self._router._call("Register", "workers", req.registration(
+        answer: workers_pb2.Registered = self._router._call("Register", "workers", req.registration(
             model, worker_id, max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks,
             block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role),
             timeout)
+        return answer
 
     def deregister(self, model: str, worker_id: str, *,
                    timeout: Optional[float] = req.UNSET) -> workers_pb2.Deregistered:
         """Removes the worker; its live bookings are dropped (``dropped_bookings``). A worker not registered raises
         :class:`~kvrouter.errors.UnknownWorker`."""
-        return self._router._call("Deregister", "workers", req.worker_key(model, worker_id), timeout)
+        answer: workers_pb2.Deregistered = self._router._call(
+            "Deregister", "workers", req.worker_key(model, worker_id), timeout)
+        return answer
 
     def report_load(self, model: str, worker_id: str, ranks: Iterable[Union[workers_pb2.RankLoadReport,
                                                                            Mapping[str, int]]], *,
@@ -370,8 +373,9 @@ class Workers:
                           timeout: Optional[float] = req.UNSET) -> workers_pb2.KvEventAck:
         """Sends one batch of KV events of one (worker, dp rank) (at most 512 events and 8,192 block hashes;
         :class:`kvrouter.KvEventPublisher` builds and splits them)."""
-        return self._router._call("PublishKvEvents", "workers",
-                                  req.kv_event_batch(model, worker_id, dp_rank, events), timeout)
+        batch = req.kv_event_batch(model, worker_id, dp_rank, events)
+        answer: workers_pb2.KvEventAck = self._router._call("PublishKvEvents", "workers", batch, timeout)
+        return answer
 
 
 class Admin:
@@ -384,12 +388,16 @@ class Admin:
                    timeout: Optional[float] = req.UNSET) -> admin_pb2.PolicySet:
         """Switches the model's policy (``kv``, ``least_in_flight``, ``power_of_two``, ``round_robin``,
         ``random``; "" keeps it) and/or sets parameters (a None value resets one to its default)."""
-        return self._router._call("SetPolicy", "admin", req.set_policy(model, policy, parameters), timeout)
+        answer: admin_pb2.PolicySet = self._router._call(
+            "SetPolicy", "admin", req.set_policy(model, policy, parameters), timeout)
+        return answer
 
     def get_model_state(self, model: str, *, timeout: Optional[float] = req.UNSET) -> admin_pb2.ModelState:
         """The model's admission state as its admission actor has it: workers and rank loads, live bookings,
         queue, policy, pools per region."""
-        return self._router._call("GetModelState", "admin", req.model_state_request(model), timeout)
+        answer: admin_pb2.ModelState = self._router._call(
+            "GetModelState", "admin", req.model_state_request(model), timeout)
+        return answer
 
     def list_models(self, *, timeout: Optional[float] = req.UNSET) -> list[str]:
         """The models with registered workers."""
@@ -399,4 +407,6 @@ class Admin:
                        timeout: Optional[float] = req.UNSET) -> explain_pb2.ExplainReply:
         """The model's last decisions with why (this node's Selects and the model's Books), newest first;
         ``limit`` 0: all kept."""
-        return self._router._call("ExplainRecent", "admin", req.explain_request(model, limit), timeout)
+        answer: explain_pb2.ExplainReply = self._router._call(
+            "ExplainRecent", "admin", req.explain_request(model, limit), timeout)
+        return answer

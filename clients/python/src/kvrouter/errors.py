@@ -12,7 +12,7 @@ Arguments the client can tell are wrong before any call (a missing model, a nega
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional, cast
 
 import grpc
 
@@ -61,7 +61,8 @@ class KvRouterError(Exception):
     """A call the router (or the transport to it) answered with an error status.
 
     ``code`` is the gRPC status, ``reason`` the router's ``kvrouter-reason`` (None when the status did not come
-    from the router's own checks, e.g. a lost connection), ``details`` the status message.
+    from the router's own checks, e.g. a lost connection), ``details`` the status message, ``retries`` how many
+    times the client had sent the call again after a lost transport before this error.
     """
 
     code: grpc.StatusCode
@@ -71,6 +72,7 @@ class KvRouterError(Exception):
         self.code = code
         self.reason = reason
         self.details = details
+        self.retries = 0
 
 
 # ---- by status code
@@ -157,7 +159,8 @@ class RegionUnreachable(Unavailable):
 
 
 class BookingOutcomeUnknown(Unavailable):
-    """A Book's answer was lost and every replay failed too: the router may hold a booking for ``request_id``.
+    """A Book's answer was lost and no replay was answered by the router (each lost too, or the deadline passed):
+    the router may hold a booking for ``request_id``. ``cause`` is the last error.
 
     Raised by the client, not the router. Replaying the Book with the same ``request_id`` returns that booking (or
     books anew); :meth:`kvrouter.Router.reclaim` replays and releases it. Otherwise its lease ends it.
@@ -257,8 +260,9 @@ def reason_of(trailers: object) -> Optional[str]:
 
 def from_rpc_error(error: grpc.RpcError) -> KvRouterError:
     """The :class:`KvRouterError` for a failed grpcio call (sync ``grpc.RpcError`` or ``grpc.aio.AioRpcError``)."""
-    code = error.code()  # type: ignore[attr-defined]
-    details = error.details() or ""  # type: ignore[attr-defined]
-    trailers = error.trailing_metadata()  # type: ignore[attr-defined]
+    call = cast(Any, error)  # a grpc.Call as well (its type stubs, if any, do not say so)
+    code = call.code()
+    details = call.details() or ""
+    trailers = call.trailing_metadata()
     return error_for(code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.UNKNOWN, reason_of(trailers),
                      details)

@@ -41,7 +41,7 @@ def _token_bytes(token_ids: Iterable[int]) -> memoryview:
         if tokens.itemsize != 4:
             raise RuntimeError("no 4-byte unsigned array type on this platform")
     try:
-        tokens.extend(token_ids)  # type: ignore[arg-type]
+        tokens.extend(token_ids)
     except OverflowError as e:
         raise ValueError(f"token ids must be in [0, {_U32_MAX}]: {e}") from None
     if sys.byteorder != "little":
