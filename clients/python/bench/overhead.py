@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Awaitable, Callable, Dict, List, Optional, Tuple
+from typing import Awaitable, Callable, Dict, List, Tuple
 
 import grpc
 import grpc.aio
@@ -163,11 +163,11 @@ def main() -> int:
     else:
         target = args.target
     try:
-        results = measure(target, args.pairs, args.rounds, args.max_seconds)
+        results, load = measure(target, args.pairs, args.rounds, args.max_seconds)
     finally:
         if node is not None:
             node.stop()
-    write_report(Path(args.out), results, args)
+    write_report(Path(args.out), results, load, args)
     print(Path(args.out).read_text())
     return 0
 
@@ -181,7 +181,8 @@ VARIANTS = [  # (table label, kind, shape)
 ]
 
 
-def measure(target: str, pairs: int, rounds: int, max_seconds: float) -> Dict[Tuple[str, str], Samples]:
+def measure(target: str, pairs: int, rounds: int,
+            max_seconds: float) -> Tuple[Dict[Tuple[str, str], Samples], float]:
     setup = kvrouter.Router(target)
     for i in range(4):
         setup.workers.register(MODEL, f"w{i}", max_num_batched_tokens=1 << 20, total_kv_blocks=1 << 20,
@@ -200,13 +201,15 @@ def measure(target: str, pairs: int, rounds: int, max_seconds: float) -> Dict[Tu
                 if kind == "sync":
                     continue
                 concurrency = CONCURRENCY if kind == "async-concurrent" else 1
-                for side, pair in (("raw", async_raw(aio_stub, tokens)), ("client", async_client(aclient, tokens))):
+                sides = [("raw", async_raw(aio_stub, tokens)), ("client", async_client(aclient, tokens))]
+                for side, pair in (sides if round_no % 2 else reversed(sides)):
                     wall, cpu, elapsed = await run_async(pair, f"{side}-{label}", round_no, pairs, concurrency)
                     if counted:
                         results[(label, side)].add_round(wall, cpu, elapsed)
         await aio_channel.close()
 
     start = time.monotonic()
+    load_before = os.getloadavg()[0]
     for round_no in range(rounds + 1):  # round 0 warms up
         if round_no > 1 and time.monotonic() - start > max_seconds:
             print(f"stopping after {round_no - 1} rounds: --max-seconds {max_seconds} passed", file=sys.stderr)
@@ -229,10 +232,11 @@ def measure(target: str, pairs: int, rounds: int, max_seconds: float) -> Dict[Tu
     client.close()
     raw_channel.close()
     setup.close()
-    return results
+    return results, load_before
 
 
-def write_report(out: Path, results: Dict[Tuple[str, str], Samples], args: argparse.Namespace) -> None:
+def write_report(out: Path, results: Dict[Tuple[str, str], Samples], load: float,
+                 args: argparse.Namespace) -> None:
     rows = []
     for label, kind, _ in VARIANTS:
         raw, client = results[(label, "raw")], results[(label, "client")]
@@ -251,12 +255,21 @@ def write_report(out: Path, results: Dict[Tuple[str, str], Samples], args: argpa
             f"{percentile(client.wall, 0.99) * 1e6:,.0f} | {raw_cpu:,.0f} | {client_cpu:,.0f} | "
             f"{client_cpu - raw_cpu:+,.0f} |{extra} |")
     pairs = results[(VARIANTS[0][0], "raw")].pairs
+
+    def added_cpu(label: str) -> float:
+        raw, client = results[(label, "raw")], results[(label, "client")]
+        return (client.cpu / client.pairs - raw.cpu / raw.pairs) * 1e6
+    reading = (f"The client adds {added_cpu(VARIANTS[0][0]):.0f} µs (sync) and {added_cpu(VARIANTS[2][0]):.0f} µs "
+               f"(asyncio) of Python CPU time to a Book + Release with an isl_tokens prompt (a 2,048-token prompt: "
+               f"{added_cpu(VARIANTS[1][0]):.0f} / {added_cpu(VARIANTS[3][0]):.0f} µs); the last row is what that "
+               f"costs in throughput when the client process is CPU-bound, on cores it shares with the router.")
     command = "python bench/overhead.py " + " ".join(sys.argv[1:])
     text = f"""# Python client overhead: Book + Release, kvrouter client vs raw grpcio stubs
 
 Date: {datetime.date.today().isoformat()}. Command (in `clients/python`): `{command.strip()}`.
-Machine: {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()},
-grpcio {grpc.__version__}, kvrouter client {kvrouter.__version__}; the router on the same host
+Machine: {os.cpu_count()} cores (load average {load:.1f} when the run started: other builds shared them),
+{platform.python_implementation()} {platform.python_version()}, grpcio {grpc.__version__}, kvrouter client
+{kvrouter.__version__}; the router on the same host
 ({'started by the script with bin/kvrouter' if args.target is None else 'at ' + args.target}).
 
 Each row: {pairs:,} Book + Release pairs per side ({args.pairs:,} per round, rounds alternating the sides after a
@@ -268,7 +281,7 @@ cost shows there: the router's time is the same for both sides).
 
 | variant | raw median | client median | ratio | added | p99 raw / client | raw CPU | client CPU | added CPU | throughput raw / client |
 |---|---|---|---|---|---|---|---|---|---|
-""" + "\n".join(rows) + "\n"
+""" + "\n".join(rows) + "\n\n" + reading + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
 

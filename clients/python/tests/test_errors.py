@@ -3,6 +3,8 @@ the rejections a live node gives, each with its status, reason and nothing chang
 
 from __future__ import annotations
 
+import pickle
+
 import grpc
 import pytest
 
@@ -57,6 +59,13 @@ def test_a_reason_under_an_unexpected_status_keeps_the_status_family() -> None:
     # a reason class is used only when its status matches: the family a caller catches follows the status
     error = errors.error_for(C.INVALID_ARGUMENT, Reason.UNKNOWN_MODEL, "odd")
     assert type(error) is kvrouter.InvalidArgument and error.reason == Reason.UNKNOWN_MODEL
+
+
+def test_errors_survive_pickling() -> None:
+    error = pickle.loads(pickle.dumps(errors.error_for(C.NOT_FOUND, Reason.UNKNOWN_MODEL, "gone")))
+    assert type(error) is kvrouter.UnknownModel and (error.reason, error.details) == ("UNKNOWN_MODEL", "gone")
+    unknown = pickle.loads(pickle.dumps(kvrouter.BookingOutcomeUnknown("r1", error)))
+    assert unknown.request_id == "r1" and isinstance(unknown.cause, kvrouter.UnknownModel)
 
 
 def test_unknown_model(router: kvrouter.Router) -> None:

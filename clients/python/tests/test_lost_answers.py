@@ -19,7 +19,7 @@ import pytest
 
 import kvrouter
 import routers
-from conftest import LATE_CANCEL_WINDOW_S, Model, until, wait_until
+from conftest import LATE_CANCEL_WINDOW_S, Model, netty_only, until, wait_until
 from h2proxy import Http2Proxy, Mode
 from kvrouter.v1 import router_pb2
 
@@ -84,6 +84,7 @@ def test_a_book_whose_every_answer_is_lost_raises_outcome_unknown(proxied: kvrou
     assert model.bookings() == []
 
 
+@netty_only
 def test_a_replay_that_runs_out_of_time_raises_outcome_unknown(proxied: kvrouter.Router, proxy: Http2Proxy,
                                                                model: Model) -> None:
     proxied.select(model.name, isl_tokens=8)
@@ -105,6 +106,7 @@ def test_a_lost_release_answer_is_sent_again_and_frees_the_booking(proxied: kvro
     assert model.bookings() == []
 
 
+@netty_only
 async def test_a_cancel_within_the_window_undoes_the_book(node: routers.RouterProcess, proxy: Http2Proxy,
                                                           router: kvrouter.Router, model: Model) -> None:
     async with kvrouter.AsyncRouter(proxy.target, timeout=10.0) as client:
@@ -123,6 +125,7 @@ async def test_a_cancel_within_the_window_undoes_the_book(node: routers.RouterPr
     assert model.bookings() == []
 
 
+@netty_only
 def test_a_book_whose_deadline_passes_after_the_answer_is_undone(proxied: kvrouter.Router, proxy: Http2Proxy,
                                                                  router: kvrouter.Router, model: Model) -> None:
     proxied.select(model.name, isl_tokens=8)
@@ -137,6 +140,7 @@ def test_a_book_whose_deadline_passes_after_the_answer_is_undone(proxied: kvrout
     anew.release()
 
 
+@netty_only
 async def test_a_cancel_after_the_ping_was_acknowledged_frees_nothing(node: routers.RouterProcess,
                                                                       proxy: Http2Proxy, router: kvrouter.Router,
                                                                       model: Model) -> None:

@@ -175,3 +175,13 @@ def test_a_default_request_id_is_unique_per_book(router: kvrouter.Router, model:
         assert a.request_id != b.request_id and len(a.request_id) == 32
         assert len(model.bookings()) == 2
     assert model.bookings() == []
+
+
+def test_reclaim_of_a_model_that_cannot_book_reports_nothing_held(router: kvrouter.Router, model: Model) -> None:
+    router.admin.set_policy(model.name, parameters={"active_decode_blocks_threshold": 0.5})
+    for worker in model.workers:
+        router.workers.report_load(model.name, worker, [{"dp_rank": 0, "active_decode_blocks": 900}])
+    assert router.reclaim(model.name, "nothing-here") is False  # refused Overloaded: nothing was held
+    with pytest.raises(kvrouter.InvalidArgument):
+        router.reclaim(model.name, "x" * 300)  # a refusal of the arguments says nothing: raised
+

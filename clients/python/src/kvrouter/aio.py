@@ -2,9 +2,9 @@
 :class:`AsyncBooking`, with the same calls and guarantees as the sync client (:mod:`kvrouter.client`).
 
 Create an :class:`AsyncRouter` inside the event loop that uses it. Cancelling a task that awaits a call cancels
-the call: a Book cancelled so is undone by the router when its cancel reaches it (``netty`` binding). A
-booking's release is shielded from cancellation: ``async with router.book(...)`` releases on normal exit, on an
-exception and when the task is cancelled.
+the call: a Book cancelled so is undone by the router when its cancel reaches it (``netty`` binding).
+``async with router.book(...)`` releases on normal exit, on an exception and when the task is cancelled (a release
+that a further cancellation cuts off is finished by a task of its own).
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from grpc_health.v1 import health_pb2
 
 from kvrouter import _requests as req
 from kvrouter._transport import AsyncTransport, RetryPolicy, Tls, book_outcome_unknown
-from kvrouter.client import DEFAULT_TIMEOUT, BookingBase, renewal_interval
+from kvrouter.client import DEFAULT_TIMEOUT, BookingBase, nothing_held, renewal_interval
 from kvrouter.errors import BookingOutcomeUnknown, KvRouterError
 from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerRole
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
 
 log = logging.getLogger("kvrouter")
-
 
 
 class AsyncRouter:
@@ -37,8 +36,8 @@ class AsyncRouter:
                  options: Sequence[Tuple[str, Any]] = ()) -> None:
         self.timeout = req.timeout(timeout)
         self._transport = AsyncTransport(target, token, tls, options, retry)
-        # releases run as tasks of their own (shielded from the caller's cancellation); the loop keeps only weak
-        # references to tasks
+        # releases that a cancellation cut off, finished by tasks of their own (the loop keeps only weak references
+        # to tasks)
         self._background: Set["asyncio.Task[Any]"] = set()
         #: Workers calls
         self.workers = AsyncWorkers(self)
@@ -61,7 +60,7 @@ class AsyncRouter:
         return task
 
     async def close(self) -> None:
-        """Waits for releases in flight, then closes the channel."""
+        """Waits for releases finishing in the background, then closes the channel."""
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         await self._transport.close()
@@ -137,7 +136,13 @@ class AsyncRouter:
     async def reclaim(self, model: str, request_id: str, *, isl_tokens: int = 1, scope: Scope = Scope.UNSPECIFIED,
                       timeout: Optional[float] = req.UNSET) -> bool:
         """As :meth:`kvrouter.Router.reclaim`."""
-        booking = await self.book(model, request_id=request_id, isl_tokens=isl_tokens, scope=scope, timeout=timeout)
+        try:
+            booking = await self.book(model, request_id=request_id, isl_tokens=isl_tokens, scope=scope,
+                                      timeout=timeout)
+        except KvRouterError as e:
+            if nothing_held(e):
+                return False
+            raise
         await booking.release(timeout=timeout)
         return booking.replay
 

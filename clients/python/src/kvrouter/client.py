@@ -19,7 +19,8 @@ from grpc_health.v1 import health_pb2
 
 from kvrouter import _requests as req
 from kvrouter._transport import RetryPolicy, Tls, Transport, book_outcome_unknown
-from kvrouter.errors import BookingOutcomeUnknown, KvRouterError
+from kvrouter.errors import (BookingOutcomeUnknown, InvalidArgument, KvRouterError, PermissionDenied,
+                             Unauthenticated)
 from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerEndpoint, WorkerRole
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
 
@@ -153,9 +154,15 @@ class Router:
     def reclaim(self, model: str, request_id: str, *, isl_tokens: int = 1, scope: Scope = Scope.UNSPECIFIED,
                 timeout: Optional[float] = req.UNSET) -> bool:
         """Frees whatever the router holds for ``request_id`` (after a Book whose outcome is unknown): replays the
-        Book and releases what it gets. True if that was the booking the lost Book made (``replay`` true);
-        false if the replay booked anew (and that booking was freed)."""
-        booking = self.book(model, request_id=request_id, isl_tokens=isl_tokens, scope=scope, timeout=timeout)
+        Book and releases what it gets. True if that was the booking the lost Book made (``replay`` true); false
+        if the router held nothing: the replay booked anew (that booking is freed too) or was refused (a live
+        booking would have been returned instead)."""
+        try:
+            booking = self.book(model, request_id=request_id, isl_tokens=isl_tokens, scope=scope, timeout=timeout)
+        except KvRouterError as e:
+            if nothing_held(e):
+                return False
+            raise
         booking.release(timeout=timeout)
         return booking.replay
 
@@ -251,7 +258,8 @@ class Booking(BookingBase):
         return self._keep_alive
 
     def release(self, *, timeout: Optional[float] = req.UNSET) -> bool:
-        """Frees the booking (once: later calls return the first answer). True if it was live until now."""
+        """Frees the booking (once: later calls return the first answer). True if it was live until now (false also
+        when the Release was sent again after a lost answer and found it freed by the first one)."""
         with self._lock:
             if self._released is not None:
                 return self._released
@@ -273,6 +281,12 @@ class Booking(BookingBase):
                 raise
             log.warning("kvrouter: releasing %s/%s attempt %d failed on the way out of an exception: %s",
                         self.model, self.request_id, self.attempt, e)
+
+
+def nothing_held(error: KvRouterError) -> bool:
+    """True when the router's refusal of a Book means it holds no booking for its request_id (a live one would have
+    been returned as a replay); arguments or credentials it refused say nothing of that."""
+    return error.reason is not None and not isinstance(error, (InvalidArgument, Unauthenticated, PermissionDenied))
 
 
 def renewal_interval(interval: Optional[float], lease_expires_unix_ms: int) -> float:

@@ -74,6 +74,9 @@ class KvRouterError(Exception):
         self.details = details
         self.retries = 0
 
+    def __reduce__(self) -> Any:
+        return type(self), (self.code, self.reason, self.details)
+
 
 # ---- by status code
 
@@ -171,6 +174,9 @@ class BookingOutcomeUnknown(Unavailable):
                          f"failed: {cause.details}")
         self.request_id = request_id
         self.cause = cause
+
+    def __reduce__(self) -> Any:
+        return type(self), (self.request_id, self.cause)
 
 
 class QueueLimit(ResourceExhausted):
