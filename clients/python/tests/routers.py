@@ -3,7 +3,8 @@ the benchmark.
 
 A node is ready when its management ``/ready`` answers 200. Each start builds the router first if it was never
 built (``bin/kvrouter`` would, but one build for all nodes of a region is enough). Every process is stopped by
-:meth:`RouterProcess.stop` (SIGTERM, then SIGKILL after 30 s), which the fixtures call on every way out.
+:meth:`RouterProcess.stop` (SIGTERM, then SIGKILL after 30 s), which the fixtures call on every way out; a node
+whose test process dies without stopping it gets SIGTERM from the kernel (PR_SET_PDEATHSIG, Linux).
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ SERVER = REPO / "modules" / "router-server" / "target"
 
 # Small heaps and a serial GC: several JVMs share 2 cores with the tests.
 DEFAULT_JAVA_OPTS = "-Xmx512m -XX:+UseSerialGC"
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: Linux sends it SIGTERM if the test process dies without stopping it."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def free_port() -> int:
@@ -84,7 +94,8 @@ class RouterProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen([str(LAUNCHER)], cwd=REPO, env=env, stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            preexec_fn=_die_with_parent)
         return self
 
     def log_tail(self, lines: int = 40) -> str:

@@ -131,7 +131,7 @@ def test_a_book_whose_deadline_passes_after_the_answer_is_undone(proxied: kvrout
     proxied.select(model.name, isl_tokens=8)
     proxy.arm(Mode.HOLD)
     with pytest.raises(kvrouter.DeadlineExceeded) as raised:
-        proxied.book(model.name, request_id="held-deadline", isl_tokens=64, timeout=0.5)
+        proxied.book(model.name, request_id="held-deadline", isl_tokens=64, timeout=0.8)
     assert raised.value.reason is None  # the client's own deadline, not the router's
     held = lost_answer(proxy)
     wait_until(lambda: not model.bookings("held-deadline"), what="the router to free the abandoned Book")
