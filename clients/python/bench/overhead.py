@@ -44,15 +44,20 @@ CONCURRENCY = 32
 class Samples:
     def __init__(self) -> None:
         self.wall: List[float] = []
-        self.cpu = 0.0
+        self.cpu_per_pair: List[float] = []  # one per round
         self.pairs = 0
         self.elapsed = 0.0
 
     def add_round(self, wall: List[float], cpu: float, elapsed: float) -> None:
         self.wall.extend(wall)
-        self.cpu += cpu
+        self.cpu_per_pair.append(cpu / len(wall))
         self.pairs += len(wall)
         self.elapsed += elapsed
+
+    @property
+    def cpu(self) -> float:
+        """CPU time per pair, the median over rounds (a round that other processes slowed stays one round)."""
+        return statistics.median(self.cpu_per_pair)
 
 
 def percentile(values: List[float], q: float) -> float:
@@ -147,7 +152,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", help="a running router (default: start one with bin/kvrouter)")
     parser.add_argument("--pairs", type=int, default=1000, help="Book + Release pairs per variant per round")
-    parser.add_argument("--rounds", type=int, default=5, help="measured rounds (after one warm-up round)")
+    parser.add_argument("--rounds", type=int, default=7, help="measured rounds (after one warm-up round)")
     parser.add_argument("--max-seconds", type=float, default=240, help="no round starts after this long")
     parser.add_argument("--out", default=str(HERE.parent / "results" / "overhead.md"))
     args = parser.parse_args()
@@ -243,7 +248,7 @@ def write_report(out: Path, results: Dict[Tuple[str, str], Samples], load: float
         if not raw.pairs:
             continue
         raw_med, client_med = statistics.median(raw.wall) * 1e6, statistics.median(client.wall) * 1e6
-        raw_cpu, client_cpu = raw.cpu / raw.pairs * 1e6, client.cpu / client.pairs * 1e6
+        raw_cpu, client_cpu = raw.cpu * 1e6, client.cpu * 1e6
         if kind == "async-concurrent":
             raw_rate, client_rate = raw.pairs / raw.elapsed, client.pairs / client.elapsed
             extra = f" {raw_rate:,.0f} / {client_rate:,.0f} pairs/s ({client_rate / raw_rate:.2f}×)"
@@ -258,7 +263,7 @@ def write_report(out: Path, results: Dict[Tuple[str, str], Samples], load: float
 
     def added_cpu(label: str) -> float:
         raw, client = results[(label, "raw")], results[(label, "client")]
-        return (client.cpu / client.pairs - raw.cpu / raw.pairs) * 1e6
+        return (client.cpu - raw.cpu) * 1e6
     reading = (f"The client adds {added_cpu(VARIANTS[0][0]):.0f} µs (sync) and {added_cpu(VARIANTS[2][0]):.0f} µs "
                f"(asyncio) of Python CPU time to a Book + Release with an isl_tokens prompt (a 2,048-token prompt: "
                f"{added_cpu(VARIANTS[1][0]):.0f} / {added_cpu(VARIANTS[3][0]):.0f} µs); the last row is what that "
@@ -276,8 +281,8 @@ Each row: {pairs:,} Book + Release pairs per side ({args.pairs:,} per round, rou
 warm-up round), one pair at a time except the last row. "raw" calls the generated stubs directly (a RouteRequest
 built by hand, Book, then Release with the answer's attempt); "client" does `with router.book(...)` /
 `async with router.book(...)` and nothing inside (argument checks, the typed Booking, the release on exit).
-Wall times in µs (median, and p99 raw / client); CPU is this Python process's CPU time per pair (the client's own
-cost shows there: the router's time is the same for both sides).
+Wall times in µs (median, and p99 raw / client); CPU is this Python process's CPU time per pair, the median over
+rounds (the client's own cost shows there: the router's time is the same for both sides).
 
 | variant | raw median | client median | ratio | added | p99 raw / client | raw CPU | client CPU | added CPU | throughput raw / client |
 |---|---|---|---|---|---|---|---|---|---|
