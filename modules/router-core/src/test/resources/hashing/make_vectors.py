@@ -6,7 +6,7 @@ BlockHasher is checked against something that does not share its code. Run with 
 
     /usr/bin/python3 make_vectors.py > block_hash_vectors.tsv
 
-The spec (DESIGN.md section 4):
+The spec (docs/architecture.md, "Block hashing"):
   seed      = 1337 when cache_salt and lora_name are both empty, else
               XXH3-64(utf8(cache_salt) || 0x00 || utf8(lora_name), seed=1337)
   local[i]  = XXH3-64(block i's tokens as little-endian u32, seed)

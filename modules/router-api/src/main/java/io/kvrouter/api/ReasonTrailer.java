@@ -3,8 +3,9 @@ package io.kvrouter.api;
 import io.grpc.Metadata;
 
 /**
- * The trailer in which the server puts the machine-readable reason of every rejection (DESIGN.md §3), e.g.
- * {@code kvrouter-reason: UNKNOWN_MODEL}. One name for the server, its clients, the CLI and the benchmarks.
+ * The trailer in which the server puts the machine-readable reason of every rejection (docs/architecture.md,
+ * "Errors"), e.g. {@code kvrouter-reason: UNKNOWN_MODEL}. One name for the server, its clients, the CLI and the
+ * benchmarks.
  */
 public final class ReasonTrailer {
   public static final String NAME = "kvrouter-reason";

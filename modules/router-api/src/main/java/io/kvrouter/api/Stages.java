@@ -8,7 +8,8 @@ import java.util.concurrent.Executor;
 public final class Stages {
   /**
    * Runs a stage's continuation on the thread that completed the stage. Cheap mappings of an answer use it: an async
-   * stage without an executor would go to the common pool, which starts a thread per task on 2 cores (DESIGN.md §5).
+   * stage without an executor would go to the common pool, which starts a thread per task on 2 cores
+   * (docs/architecture.md, "Measured pitfalls").
    */
   public static final Executor SAME_THREAD = Runnable::run;
 

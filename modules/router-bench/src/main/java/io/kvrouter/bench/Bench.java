@@ -48,7 +48,8 @@ public final class Bench implements Runnable {
   CommandLine.Model.CommandSpec spec;
 
   public static void main(String[] args) {
-    // 2 cores give the common pool parallelism 1, and then every async stage starts a thread (DESIGN.md §5)
+    // 2 cores give the common pool parallelism 1, and then every async stage starts a thread (docs/architecture.md,
+    // "Measured pitfalls")
     if (System.getProperty("java.util.concurrent.ForkJoinPool.common.parallelism") == null) {
       System.setProperty("java.util.concurrent.ForkJoinPool.common.parallelism", "4");
     }

@@ -120,7 +120,10 @@ public class ExplainBenchmark {
     return List.of(report.write(out, "explain.md"));
   }
 
-  /** Server CPU of one gRPC Select, the low end of the transport bench's range (DESIGN.md §5: 23–34 µs). */
+  /**
+   * Server CPU of one gRPC Select: a fixed reference, the low end of the range an early transport bench run measured
+   * (results/transport-select.md holds the latest run).
+   */
   private static final double GRPC_SELECT_SERVER_CPU_MICROS = 23;
 
   private static double p50(RunResult r) {

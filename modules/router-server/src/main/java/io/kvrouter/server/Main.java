@@ -34,7 +34,7 @@ public final class Main {
 
   public static void main(String[] args) {
     // First thing: on 2 cores the common pool has parallelism 1 and every async stage without an executor would
-    // start a thread (DESIGN.md §5). It must be set before anything touches the pool.
+    // start a thread (docs/architecture.md, "Measured pitfalls"). It must be set before anything touches the pool.
     if (System.getProperty(COMMON_POOL_PARALLELISM) == null) {
       System.setProperty(COMMON_POOL_PARALLELISM, "4");
     }

@@ -37,7 +37,10 @@ import org.junit.jupiter.params.Parameter;
 import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** Bad input over real gRPC: the status and reason of DESIGN.md §3, and the model's state left as it was. */
+/**
+ * Bad input over real gRPC: the status and reason of each (docs/architecture.md, "Errors"; README, "Limits"), and the
+ * model's state left as it was.
+ */
 @ParameterizedClass(name = "{0}")
 @EnumSource(Binding.class)
 class GrpcBadInputTest {

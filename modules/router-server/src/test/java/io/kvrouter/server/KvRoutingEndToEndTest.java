@@ -35,7 +35,10 @@ import org.junit.jupiter.params.Parameter;
 import org.junit.jupiter.params.ParameterizedClass;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** KV-aware routing over real gRPC: events steer Selects to the worker holding the prefix, per DESIGN.md §4. */
+/**
+ * KV-aware routing over real gRPC: events steer Selects to the worker holding the prefix (docs/architecture.md, "The
+ * KV index and KV events").
+ */
 @ParameterizedClass(name = "{0}")
 @EnumSource(Binding.class)
 class KvRoutingEndToEndTest {
@@ -138,9 +141,9 @@ class KvRoutingEndToEndTest {
 
   /**
    * router.proto's words: {@code block_hashes} are local block hashes, one per full block (XXH3-64 of the block's
-   * token ids as little-endian u32, seed 1337; DESIGN.md §4), computed here without the router's BlockHasher. The
-   * server chains them itself, so they find the whole stored prefix; chained (sequence) hashes sent instead match
-   * the first block only (its sequence hash is its local hash).
+   * token ids as little-endian u32, seed 1337; docs/architecture.md, "Block hashing"), computed here without the
+   * router's BlockHasher. The server chains them itself, so they find the whole stored prefix; chained (sequence)
+   * hashes sent instead match the first block only (its sequence hash is its local hash).
    */
   @Test
   void blockHashesAreLocalPerBlockHashesThatTheServerChains() {

@@ -7,8 +7,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import net.openhft.hashing.LongHashFunction;
 
 /**
- * The router's block hashing (DESIGN.md §4). Engines publish KV events keyed by hashes of their own, so the router
- * must derive, from the request's tokens alone, the same chain of block identities the index is navigated by:
+ * The router's block hashing (docs/architecture.md, "Block hashing"). Engines publish KV events keyed by hashes of
+ * their own, so the router must derive, from the request's tokens alone, the same chain of block identities the index
+ * is navigated by:
  *
  * <ul>
  *   <li>seed: {@value #BASE_SEED}, or, when {@code cache_salt} or {@code lora_name} is non-empty,

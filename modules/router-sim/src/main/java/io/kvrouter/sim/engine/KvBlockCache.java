@@ -70,7 +70,8 @@ public final class KvBlockCache {
 
   /**
    * @param capacity blocks this rank holds
-   * @param blockIdSalt mixed into the engine's own block ids, which the router uses only as ids (DESIGN.md §3)
+   * @param blockIdSalt mixed into the engine's own block ids, which the router uses only as ids
+   *     (docs/architecture.md, "The KV index and KV events")
    */
   public KvBlockCache(int capacity, long blockIdSalt) {
     if (capacity <= 0) {

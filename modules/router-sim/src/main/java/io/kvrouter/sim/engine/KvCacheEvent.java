@@ -3,10 +3,10 @@ package io.kvrouter.sim.engine;
 import java.util.Arrays;
 
 /**
- * A change of one rank's cache as the router's Workers.PublishKvEvents carries it (DESIGN.md §3): ids form one
- * gap-free sequence per rank; block ids are the engine's own, tokens hashes the router's sequence hashes. No event
- * names more than {@link KvBlockCache#MAX_BLOCKS_PER_EVENT} blocks (the router's per-batch limit), so any single
- * event fits a batch.
+ * A change of one rank's cache as the router's Workers.PublishKvEvents carries it (docs/architecture.md, "The KV
+ * index and KV events"): ids form one gap-free sequence per rank; block ids are the engine's own, tokens hashes the
+ * router's sequence hashes. No event names more than {@link KvBlockCache#MAX_BLOCKS_PER_EVENT} blocks (the router's
+ * per-batch limit), so any single event fits a batch.
  */
 public sealed interface KvCacheEvent {
   long eventId();

@@ -4,8 +4,8 @@ import io.kvrouter.core.hashing.BlockHasher;
 
 /**
  * A request as an engine sees it: its whole token sequence (prompt, then the output the engine will "generate"),
- * and the router's sequence hash of every full block of it (BlockHasher, DESIGN.md §4), which is how the engine
- * names the blocks it caches.
+ * and the router's sequence hash of every full block of it (BlockHasher; docs/architecture.md, "Block hashing"),
+ * which is how the engine names the blocks it caches.
  */
 public record SimRequest(String id, long arrivalMicros, int[] tokens, int promptTokens, int blockSize,
     long[] blockHashes) {
