@@ -1,4 +1,5 @@
-"""The router's block hashing (router-core's ``BlockHasher``; DESIGN.md §4), with the ``xxhash`` package.
+"""The router's block hashing (router-core's ``BlockHasher``; docs/architecture.md, "Block hashing"), with the
+``xxhash`` package.
 
 * seed: ``1337``, or when ``cache_salt`` or ``lora_name`` is non-empty, XXH3-64 of
   ``utf8(cache_salt) || 0x00 || utf8(lora_name)`` with seed 1337;
