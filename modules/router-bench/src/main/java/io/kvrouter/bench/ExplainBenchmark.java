@@ -100,7 +100,7 @@ public class ExplainBenchmark {
     report.table(Jmh.table(results));
     report.paragraph("Added per Select by recording, from the medians (p50) above, which a shared host's stalls "
         + "move less than the means; against the " + GRPC_SELECT_SERVER_CPU_MICROS + " µs of server CPU of a gRPC "
-        + "Select (`transport-select.md`, DESIGN.md §5):");
+        + "Select (the low end of the transport bench's range; `transport-select.md` holds its latest run):");
     Report.Table added = new Report.Table("scenario", "threads", "select p50 (ns)", "selectRecorded p50 (ns)",
         "added (ns)", "added / gRPC Select CPU", "selectExplained p50 (ns)");
     for (RunResult plain : results) {
