@@ -58,6 +58,7 @@ public final class Main {
   public static RouterNode init(Config overrides, Clock clock, RouterCluster.AdmissionDecorator admission) {
     bridgeJavaUtilLogging();
     warnIfCommonPoolTooSmall();
+    warnIfLogFormatUnknown();
     Config config = ClusterConfig.apply(
         ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application"))));
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), config.getString("kvrouter.cluster.system-name"),
@@ -102,6 +103,14 @@ public final class Main {
     if (!SLF4JBridgeHandler.isInstalled()) {
       SLF4JBridgeHandler.removeHandlersForRootLogger();
       SLF4JBridgeHandler.install();
+    }
+  }
+
+  /** logback.xml logs as text when KVROUTER_LOG_FORMAT names no format: say so rather than stay silent. */
+  private static void warnIfLogFormatUnknown() {
+    String format = System.getProperty("KVROUTER_LOG_FORMAT", System.getenv("KVROUTER_LOG_FORMAT"));
+    if (format != null && !format.equals("text") && !format.equals("json")) {
+      log.warn("KVROUTER_LOG_FORMAT={} names no log format (text or json): logging as text", format);
     }
   }
 
