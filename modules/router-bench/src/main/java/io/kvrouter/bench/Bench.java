@@ -76,6 +76,10 @@ public final class Bench implements Runnable {
     cli.addSubcommand("regions", subcommand("Two regions of one node each in this JVM: global vs regional Select "
         + "per call (JMH), Book + Release through the cross-region proxy vs local (run alone, in its own JVM).",
         List.of(new Benchmark("regions", "", RegionsBench::run))));
+    // not in `all`: child JVMs, one per measurement
+    cli.addSubcommand("common-pool", subcommand("Pekko's Java ask from chained callers with the JDK common pool at "
+        + "parallelism 1 and 4, each in a child JVM (asks/s, CPU per ask, threads started).",
+        List.of(new Benchmark("common-pool", "", CommonPoolBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);

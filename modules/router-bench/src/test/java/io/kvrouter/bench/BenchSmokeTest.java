@@ -73,6 +73,15 @@ class BenchSmokeTest {
   }
 
   @Test
+  @Timeout(value = 300)
+  void commonPoolQuickWritesItsTable(@TempDir Path out) throws Exception {
+    assertThat(Bench.run("common-pool", "--quick", "--out", out.toString())).isZero();
+    assertThat(read(out, "common-pool.md"))
+        .contains("| round | common pool parallelism | asks/s | CPU µs per ask | threads started | relative asks/s |")
+        .contains("| 1 | 1 |", "| 1 | 4 |");
+  }
+
+  @Test
   void jmhAnnotationProcessorRan() {
     assertThat(getClass().getClassLoader().getResource(Jmh.BENCHMARK_LIST)).isNotNull();
   }
