@@ -148,6 +148,8 @@ public final class EngineConnector implements AutoCloseable {
     volatile long maxLagMillis = -1;
     volatile long publishErrors;
     volatile long attachedFromSeq = -1;
+    /** Every batch before the next live one is known to have been seen (a replay from the start ended). */
+    boolean startKnown;
     /** lastSeq, lastDigest and nextId as one consistent value (a status must never mix two batches' figures). */
     volatile RankCheckpoint checkpoint;
 
@@ -416,12 +418,13 @@ public final class EngineConnector implements AutoCloseable {
       rank.duplicates++;
       return;
     }
-    if (rank.lastSeq >= 0 && seq > rank.lastSeq + 1) {
+    boolean gap = rank.lastSeq >= 0 ? seq > rank.lastSeq + 1 : rank.startKnown && seq > 0;
+    if (gap) {
       rank.gaps++;
       if (!recover(rank, seq)) {
         return;
       }
-      if (seq <= rank.lastSeq) {
+      if (rank.lastSeq >= 0 && seq <= rank.lastSeq) {
         rank.duplicates++;
         return;
       }
@@ -434,11 +437,13 @@ public final class EngineConnector implements AutoCloseable {
   }
 
   /**
-   * Fills a live gap from the replay socket, verifying the last applied batch first; returns false when that
-   * showed a new engine (the caller stops handling the message).
+   * Fills a live gap from the replay socket, verifying the last applied batch first (when there is one); returns
+   * false when that showed a new engine (the caller stops handling the message).
    */
   private boolean recover(Rank rank, long liveSeq) {
-    long from = rank.lastSeq;
+    boolean verify = rank.lastSeq >= 0;
+    long from = Math.max(rank.lastSeq, 0);
+    long expectedFirst = rank.lastSeq + 1;
     long digest = rank.lastDigest;
     boolean[] first = {true};
     boolean[] restarted = {false};
@@ -446,24 +451,24 @@ public final class EngineConnector implements AutoCloseable {
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
-            if (seq == from) {
+            if (verify && seq == from) {
               if (DIGEST.hashBytes(payload) != digest) {
                 restarted[0] = true;
                 return false;
               }
-              return true;
+              return seq < liveSeq - 1;
             }
-            if (seq > from + 1) {
+            if (seq > expectedFirst) {
               clearRank(rank);
             }
           }
-          if (seq > rank.lastSeq) {
+          if (rank.lastSeq < 0 || seq > rank.lastSeq) {
             apply(rank, seq, payload);
           }
           return running && seq < liveSeq - 1;
         });
     countReplay(rank, end);
-    if (restarted[0] || (end == RankSockets.ReplayEnd.ENDED && first[0])) {
+    if (restarted[0] || (verify && end == RankSockets.ReplayEnd.ENDED && first[0])) {
       rank.pending = null;
       newEngine("rank " + rank.rank + "'s replay holds another batch under sequence " + from);
       return false;
@@ -492,6 +497,12 @@ public final class EngineConnector implements AutoCloseable {
     }
   }
 
+  /**
+   * Continues a rank from a previous connector's checkpoint. The replay is read from the engine's oldest batch: the
+   * batches up to the checkpoint only teach this connector which blocks the rank holds (a child's tokens hash chains
+   * from its parent's, and the previous connector's memory of them died with it), the checkpoint's batch is checked
+   * by its digest, and the batches after it are applied with the checkpoint's event ids.
+   */
   private void syncFromCheckpoint(Rank rank, RankCheckpoint checkpoint) {
     rank.lastSeq = checkpoint.lastSeq();
     rank.lastDigest = checkpoint.lastDigest();
@@ -500,18 +511,30 @@ public final class EngineConnector implements AutoCloseable {
       replayFromStart(rank);
       return;
     }
-    long from = checkpoint.lastSeq();
+    long at = checkpoint.lastSeq();
     boolean[] first = {true};
+    boolean[] verified = {false};
     boolean[] restarted = {false};
-    RankSockets.ReplayEnd end = rank.sockets.replay(from, timeoutMillis(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.maxReplayBatches(),
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
-            if (seq == from) {
-              restarted[0] = DIGEST.hashBytes(payload) != checkpoint.lastDigest();
-              return !restarted[0];
+            rank.attachedFromSeq = seq;
+            if (seq > at) {
+              jump(rank);
             }
-            jump(rank);
+          }
+          if (seq < at) {
+            learn(rank, payload);
+            return running;
+          }
+          if (seq == at) {
+            restarted[0] = DIGEST.hashBytes(payload) != checkpoint.lastDigest();
+            verified[0] = !restarted[0];
+            if (verified[0]) {
+              learn(rank, payload);
+            }
+            return verified[0];
           }
           if (rank.lastSeq < 0 || seq > rank.lastSeq) {
             apply(rank, seq, payload);
@@ -519,10 +542,29 @@ public final class EngineConnector implements AutoCloseable {
           return running;
         });
     countReplay(rank, end);
-    if (restarted[0] || (end == RankSockets.ReplayEnd.ENDED && first[0])) {
-      newEngine("rank " + rank.rank + "'s checkpoint at sequence " + from + " is not in the engine's replay");
-    } else if (end == RankSockets.ReplayEnd.FAILED && first[0]) {
+    if (restarted[0] || (end == RankSockets.ReplayEnd.ENDED && !verified[0] && rank.lastSeq == at)) {
+      newEngine("rank " + rank.rank + "'s checkpoint at sequence " + at + " is not in the engine's replay");
+    } else if (end == RankSockets.ReplayEnd.FAILED && !verified[0] && rank.lastSeq == at) {
       jump(rank);
+    } else {
+      rank.startKnown = rank.lastSeq >= 0;
+    }
+  }
+
+  /** Reads a batch the index already has, only to learn the blocks it stored (nothing is published). */
+  private void learn(Rank rank, byte[] payload) {
+    KvBatchDecoder.Batch batch;
+    try {
+      batch = decoder.decode(payload);
+    } catch (KvBatchDecoder.MalformedBatchException e) {
+      return;
+    }
+    Rank target = batch.dpRank() < 0 ? rank : batch.dpRank() < ranks.length ? ranks[batch.dpRank()] : null;
+    if (target == null) {
+      return;
+    }
+    for (EngineEvent event : batch.events()) {
+      target.translator.learn(event);
     }
   }
 
@@ -545,6 +587,7 @@ public final class EngineConnector implements AutoCloseable {
     if (rank.sockets.hasReplay()) {
       countReplay(rank, end);
     }
+    rank.startKnown = end != RankSockets.ReplayEnd.FAILED;
   }
 
   private void countReplay(Rank rank, RankSockets.ReplayEnd end) {
@@ -563,6 +606,7 @@ public final class EngineConnector implements AutoCloseable {
 
   /** A checkpoint that cannot be continued: ids jump past anything the previous connector used, and the rank clears. */
   private void jump(Rank rank) {
+    rank.startKnown = false;
     rank.nextId += ID_JUMP;
     rank.clears++;
     emitCleared(rank);

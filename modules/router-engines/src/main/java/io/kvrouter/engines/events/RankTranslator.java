@@ -68,6 +68,30 @@ public final class RankTranslator {
     }
   }
 
+  /**
+   * Learns the blocks an event stores or removes without passing anything on or counting it: a batch the index
+   * already applied, read again so a connector that took over knows which blocks the rank holds.
+   */
+  public void learn(EngineEvent event) {
+    TranslationCounters before = counters();
+    translate(event, new java.util.ArrayList<>());
+    restore(before);
+  }
+
+  private void restore(TranslationCounters c) {
+    storedBlocks = c.storedBlocks();
+    removedBlocks = c.removedBlocks();
+    engineClears = c.engineClears();
+    unknownParentBlocks = c.unknownParentBlocks();
+    unhashableBlocks = c.unhashableBlocks();
+    loraWithoutNameBlocks = c.loraWithoutNameBlocks();
+    mismatchedBlocks = c.mismatchedBlocks();
+    overCapacityBlocks = c.overCapacityBlocks();
+    otherGroupEvents = c.otherGroupEvents();
+    unknownMediumEvents = c.unknownMediumEvents();
+    unknownTypeEvents = c.unknownTypeEvents();
+  }
+
   /** Forgets what the rank holds (the connector cleared the rank: a gap it could not replay, a new engine). */
   public void reset() {
     memo.clear();
