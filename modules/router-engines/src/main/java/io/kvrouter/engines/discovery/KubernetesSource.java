@@ -52,7 +52,9 @@ public final class KubernetesSource implements AutoCloseable {
     this.namespace = namespace.isEmpty() ? client.getNamespace() : namespace;
     var pods = client.pods().inNamespace(this.namespace);
     var selected = labelSelector.isEmpty() ? pods : pods.withLabelSelector(labelSelector);
-    this.informer = selected.inform(new ResourceEventHandler<>() {
+    // handlers go on before the informer starts: an event must never find this object half-built
+    this.informer = selected.runnableInformer(resync.toMillis());
+    informer.addEventHandler(new ResourceEventHandler<>() {
       @Override
       public void onAdd(Pod pod) {
         refresh();
@@ -67,7 +69,8 @@ public final class KubernetesSource implements AutoCloseable {
       public void onDelete(Pod pod, boolean finalStateUnknown) {
         refresh();
       }
-    }, resync.toMillis());
+    });
+    informer.start();
     refresh();
   }
 
