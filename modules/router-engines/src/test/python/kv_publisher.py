@@ -166,16 +166,19 @@ class Publisher:
         self.buffers = [[] for _ in range(self.dp_size)]
 
     def _bind_consecutive(self, kind, sockets, base):
-        # rank r binds port + r, as vLLM's offset_endpoint_port does: find a base whose ranks are all free
+        # rank r binds port + r, as vLLM's offset_endpoint_port does: rank 0 on a free port, the others after it
         for _ in range(200):
-            port = base or self._free_port()
             bound = []
             try:
-                for r in range(self.dp_size):
-                    socket = self.context.socket(kind)
-                    socket.setsockopt(zmq.LINGER, 0)
-                    if kind == zmq.PUB:
-                        socket.setsockopt(zmq.SNDHWM, 100_000)
+                first = self._socket(kind)
+                bound.append(first)
+                if base:
+                    first.bind(f"tcp://127.0.0.1:{base}")
+                    port = base
+                else:
+                    port = first.bind_to_random_port("tcp://127.0.0.1", min_port=20000, max_port=60000 - self.dp_size)
+                for r in range(1, self.dp_size):
+                    socket = self._socket(kind)
                     bound.append(socket)
                     socket.bind(f"tcp://127.0.0.1:{port + r}")
                 sockets.extend(bound)
@@ -187,11 +190,12 @@ class Publisher:
                     raise
         raise RuntimeError("no free consecutive ports")
 
-    def _free_port(self):
-        probe = self.context.socket(zmq.PUB)
-        port = probe.bind_to_random_port("tcp://127.0.0.1", min_port=20000, max_port=60000)
-        probe.close(linger=0)
-        return port
+    def _socket(self, kind):
+        socket = self.context.socket(kind)
+        socket.setsockopt(zmq.LINGER, 0)
+        if kind == zmq.PUB:
+            socket.setsockopt(zmq.SNDHWM, 100_000)
+        return socket
 
     def event(self, spec):
         _, stored, removed, cleared, _, is_map = self.encoding

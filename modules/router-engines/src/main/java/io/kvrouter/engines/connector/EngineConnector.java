@@ -71,6 +71,13 @@ public final class EngineConnector implements AutoCloseable {
   private static final int POLL_MILLIS = 50;
   private static final int DRAIN_PER_POLL = 1024;
 
+  /** Hears the connector's status every status interval, from the connector's own thread. */
+  public interface StatusListener {
+    StatusListener NONE = status -> { };
+
+    void status(EngineStatus status);
+  }
+
   /** Told of every applied batch (status keeps the last lag; benchmarks record them all). */
   public interface BatchListener {
     BatchListener NONE = (rank, seq, engineTs, blocks) -> { };
@@ -124,6 +131,9 @@ public final class EngineConnector implements AutoCloseable {
   private volatile String lastError = "";
   private ZContext context;
   private ZMQ.Poller poller;
+  private volatile StatusListener statusListener = StatusListener.NONE;
+  private volatile long statusIntervalMillis = Long.MAX_VALUE;
+  private long lastStatusMillis;
 
   /** One rank's stream state; written by the connector thread only. */
   private final class Rank {
@@ -193,6 +203,23 @@ public final class EngineConnector implements AutoCloseable {
 
   public void start() {
     thread.start();
+  }
+
+  /**
+   * Publishes the status every {@code interval} from the connector's thread (so a busy node's actors never delay
+   * the checkpoints a successor starts from); call before {@link #start()}.
+   */
+  public void publishStatus(Duration interval, StatusListener listener) {
+    this.statusIntervalMillis = interval.toMillis();
+    this.statusListener = listener;
+  }
+
+  private void maybePublishStatus() {
+    long now = clock.getAsLong();
+    if (now - lastStatusMillis >= statusIntervalMillis) {
+      lastStatusMillis = now;
+      statusListener.status(status());
+    }
   }
 
   /** Where the configuration in use came from, and which nodes' sources differ (shown in the status). */
@@ -389,6 +416,7 @@ public final class EngineConnector implements AutoCloseable {
   }
 
   private void pollOnce() {
+    maybePublishStatus();
     poller.poll(POLL_MILLIS);
     for (Rank rank : ranks) {
       rank.sockets.readMonitor();
@@ -723,6 +751,7 @@ public final class EngineConnector implements AutoCloseable {
   }
 
   private void pause(long millis) {
+    maybePublishStatus();
     try {
       Thread.sleep(millis);
     } catch (InterruptedException e) {

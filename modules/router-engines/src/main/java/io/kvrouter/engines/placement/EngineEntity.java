@@ -45,7 +45,7 @@ public final class EngineEntity {
   /** The node's sources no longer list the engine. */
   public record Retire(String fromNode) implements Command {}
 
-  /** Status publication and expiry of ensures. */
+  /** Expiry of ensures (the connector publishes its own status). */
   public enum Tick implements Command {
     INSTANCE
   }
@@ -108,7 +108,6 @@ public final class EngineEntity {
           long cutoff = placement.clock().getAsLong() - placement.settings().forgetAfter().toMillis();
           ensures.values().removeIf(heard -> heard.atMillis() < cutoff);
           decide();
-          publishStatus();
           return Behaviors.same();
         })
         .onMessageEquals(Stop.INSTANCE, () -> {
@@ -168,6 +167,8 @@ public final class EngineEntity {
     connector.configSource(from, spec.origin(), conflicts);
     running = spec;
     runningFrom = from;
+    connector.publishStatus(placement.settings().statusInterval(),
+        status -> placement.publish(new StatusUpdate.Published(status)));
     connector.start();
     scrapes = placement.scraper().start(new ScrapeTarget(connector));
     placement.connectorStarted(key, connector);
@@ -198,12 +199,6 @@ public final class EngineEntity {
     placement.publish(new StatusUpdate.Retired(key.model(), key.workerId(), incarnation));
     context.getLog().info("engine {}: no node lists it any more: retired (worker deregistered)", key);
     shard.tell(new ClusterSharding.Passivate<>(context.getSelf()));
-  }
-
-  private void publishStatus() {
-    if (connector != null) {
-      placement.publish(new StatusUpdate.Published(connector.status()));
-    }
   }
 
   /** The connector's scrape target. */

@@ -52,8 +52,8 @@ public final class EnginePlacement {
   private ActorRef<Topic.Command<StatusUpdate>> topic;
   private ClusterSharding sharding;
 
-  /** Ensurer messages (local only). */
-  private enum EnsureTick {
+  /** The ensurer's tick (local only; serializable like every message, for serialize-messages = on). */
+  enum EnsureTick implements EngineMessage {
     INSTANCE
   }
 
