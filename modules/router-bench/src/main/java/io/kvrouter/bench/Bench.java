@@ -75,6 +75,10 @@ public final class Bench implements Runnable {
     cli.addSubcommand("regions", subcommand("Two regions of one node each in this JVM: global vs regional Select "
         + "per call (JMH), Book + Release through the cross-region proxy vs local (run alone, in its own JVM).",
         List.of(new Benchmark("regions", "", RegionsBench::run))));
+    // not in `all`: its own one-node cluster, a ZMQ publisher and HTTP servers in this JVM
+    cli.addSubcommand("engines", subcommand("Engines: blocks/s from ZMQ into the index per connector (with the "
+        + "decode / translate / index stages alone beside it), publish → index lag at 10k blocks/s, scrape cost per "
+        + "engine.", List.of(new Benchmark("engines", "", EnginesBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);
