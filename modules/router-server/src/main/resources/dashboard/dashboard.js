@@ -184,6 +184,23 @@
         <td>${bar('pool-load', 'load', num(p.load), num(p.capacity))}</td><td>${age(p.ageMs)}</td>
         <td>${esc((p.routerEndpoints || []).join(', '))}</td></tr>`);
 
+  /** The model's engines (router-engines' connectors), one row per rank: the state's `engines`, when it has them. */
+  const enginesPanel = (engines) => panel('engines', engines, 'no engine connector',
+      ['worker', 'node', 'phase', 'scrape', 'rank', 'connected', 'last seq', 'gaps', 'replays', 'clears', 'lag'],
+      (e) => (e.ranks || []).map((r, i) => `<tr class="${e.stale ? 'stale' : ''}" data-testid="engine-row"
+          data-worker="${esc(e.workerId)}" data-rank="${num(r.rank)}" data-connected="${!!r.connected}"
+          data-available="${!!e.available}">
+        <td>${i === 0 ? esc(e.workerId) : ''}${i === 0 && !e.available
+          ? ' <span class="badge bad" data-testid="engine-unavailable">UNAVAILABLE</span>' : ''}${i === 0
+          && e.stale ? ' <span class="badge bad">STALE</span>' : ''}</td>
+        <td>${i === 0 ? esc(e.node) : ''}</td><td>${i === 0 ? esc(e.phase) : ''}</td>
+        <td>${i === 0 ? (e.lastScrapeMillis ? time(e.lastScrapeMillis) : 'never')
+          + (e.lastScrapeError ? ` <span class="badge bad" title="${esc(e.lastScrapeError)}">ERROR</span>` : '')
+          : ''}</td>
+        <td>${num(r.rank)}</td><td>${e.kvEvents ? (r.connected ? 'yes' : 'no') : '—'}</td>
+        <td>${num(r.lastSeq)}</td><td>${num(r.gaps)}</td><td>${num(r.replays)}</td><td>${num(r.clears)}</td>
+        <td>${num(r.lagMillis) >= 0 ? `${num(r.lagMillis)} ms` : '—'}</td></tr>`).join(''));
+
   function modelHtml({ model, state, decisions, pools }) {
     if (!state) {
       return `<div class="model-head"><h2 data-testid="model-name">${esc(model)}</h2>
@@ -214,7 +231,9 @@
       <div class="panels">
         <div data-testid="decisions"><h3>Recent decisions</h3>${decisionsPanel(decisions)}</div>
         <div data-testid="pools"><h3>Pools per region</h3>${poolsPanel(pools)}</div>
-      </div>`;
+      </div>
+      ${state.engines && state.engines.length
+        ? `<div data-testid="engines"><h3>Engines</h3>${enginesPanel(state.engines)}</div>` : ''}`;
   }
 
   function renderModels(loaded) {

@@ -80,6 +80,10 @@ public final class Bench implements Runnable {
     cli.addSubcommand("common-pool", subcommand("Pekko's Java ask from chained callers with the JDK common pool at "
         + "parallelism 1 and 4, each in a child JVM (asks/s, CPU per ask, threads started).",
         List.of(new Benchmark("common-pool", "", CommonPoolBench::run))));
+    // not in `all`: its own one-node cluster, a ZMQ publisher and HTTP servers in this JVM
+    cli.addSubcommand("engines", subcommand("Engines: blocks/s from ZMQ into the index per connector (with the "
+        + "decode / translate / index stages alone beside it), publish → index lag at 10k blocks/s, scrape cost per "
+        + "engine.", List.of(new Benchmark("engines", "", EnginesBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
     return cli.execute(args);

@@ -72,6 +72,7 @@ public final class Main {
       RouterCluster routing = RouterCluster.init(system, clock, admission);
       // before management starts: its /metrics route finds the metrics through the system
       RouterMetrics metrics = RouterMetrics.init(system, routing);
+      EnginesWiring.start(system, routing, metrics);
       RequestLimits limits = new RequestLimits(config.getInt("kvrouter.max-tokens"),
           config.getInt("kvrouter.limits.max-output-tokens"), config.getInt("kvrouter.limits.max-ranks-per-worker"),
           config.getInt("kvrouter.limits.max-allowed-workers"));

@@ -76,7 +76,8 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private Route modelState(RouterCluster cluster, Optional<String> model) {
-    return answer(ModelStates.read(cluster, model.orElse(""), READ_TIMEOUT));
+    return answer(ModelStates.read(cluster, model.orElse(""), READ_TIMEOUT),
+        json -> EngineStates.withEngines(json, Adapter.toTyped(system), model.orElse("")));
   }
 
   /** The model's last decisions ({@link Explanations}); a limit that is not a number from 0 up: 400. */
@@ -95,9 +96,16 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private Route answer(CompletionStage<? extends MessageOrBuilder> read) {
+    return answer(read, json -> json);
+  }
+
+  /** As {@link #answer(CompletionStage)}, the JSON of a successful read passed through {@code decorate}. */
+  private Route answer(CompletionStage<? extends MessageOrBuilder> read,
+      java.util.function.UnaryOperator<String> decorate) {
     return onComplete(read, result -> {
       if (result.isSuccess()) {
-        return json(StatusCodes.OK, result.get());
+        return complete(HttpResponse.create().withStatus(StatusCodes.OK)
+            .withEntity(ContentTypes.APPLICATION_JSON, decorate.apply(print(result.get()))));
       }
       Throwable cause = Stages.unwrap(result.failed().get());
       if (cause instanceof RoutingException routing) {
