@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 /**
@@ -278,15 +279,9 @@ public final class Checker {
           }
         }
         violations.add(new Violation("duplicate-attempt", "attempt " + e.getKey() + " was acknowledged for "
-            + e.getValue().size() + " request ids: " + new TreeMap<>(toMap(e.getValue())).keySet(), history));
+            + e.getValue().size() + " request ids: " + new TreeSet<>(e.getValue()), history));
       }
     }
-  }
-
-  private static Map<String, Boolean> toMap(Set<String> s) {
-    Map<String, Boolean> m = new HashMap<>();
-    s.forEach(x -> m.put(x, true));
-    return m;
   }
 
   private void checkFinals() {

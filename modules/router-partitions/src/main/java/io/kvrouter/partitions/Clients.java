@@ -120,7 +120,7 @@ public final class Clients {
         .setExpectedOutputTokens(64).setScope(global ? Scope.SCOPE_GLOBAL : Scope.SCOPE_REGION).build();
   }
 
-  /** A Book recorded in the history; returns the booking, or null when it was refused or its outcome is unknown. */
+  /** A Book, recorded in the history; returns its record (OK with the booking, FAIL or INFO). */
   public Op book(String process, int node, String requestId, boolean global) {
     double t0 = history.nowMs();
     try {
@@ -263,15 +263,12 @@ public final class Clients {
           return;
         }
         // the quiesce may come while a Release is being retried: the final phase takes it over then
-        double until = Double.MAX_VALUE;
-        while (!quiesce.get()) {
-          if (releaseUntilAnswered(name, booked.node(), key, history.nowMs() + 3 * callTimeoutMs)) {
-            until = 0;
-            break;
-          }
+        boolean released = false;
+        while (!released && !quiesce.get()) {
+          released = releaseUntilAnswered(name, booked.node(), key, history.nowMs() + 3 * callTimeoutMs);
+          calls++;
         }
-        calls += 1;
-        if (until != 0) {
+        if (!released) {
           held.add(new Held(key, name));
           return;
         }
