@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
+import io.kvrouter.front.Front;
 import io.kvrouter.server.metrics.RouterMetrics;
 import io.kvrouter.server.transport.GrpcServices;
 import io.kvrouter.server.transport.GrpcTransport;
@@ -24,7 +25,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
 
-/** Starts a router node: cluster membership, the admission layer, gRPC and management. */
+/** Starts a router node: cluster membership, the admission layer, gRPC, the HTTP front and management. */
 public final class Main {
   static final String COMMON_POOL_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism";
   private static final Logger log = LoggerFactory.getLogger(Main.class);
@@ -42,7 +43,8 @@ public final class Main {
     // instead of keeping a process whose cluster is gone; Main.init in tests keeps the JVM.
     RouterNode node = init(ConfigFactory.parseString("pekko.coordinated-shutdown.exit-jvm = on"));
     System.out.println("kvrouter is up: gRPC " + node.grpcHost() + ":" + node.grpcPort()
-        + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)");
+        + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)"
+        + (node.front() == null ? "" : ", OpenAI-compatible HTTP " + node.httpUrl()));
   }
 
   /** Starts a node from application.conf with {@code overrides} on top; tests pass ephemeral ports here. */
@@ -82,6 +84,11 @@ public final class Main {
       InetSocketAddress grpcAddress = grpc.address();
       String advertised = config.getString("kvrouter.grpc.advertised-endpoint");
       routing.advertise(advertised.isEmpty() ? grpcAddress.getHostString() + ":" + grpcAddress.getPort() : advertised);
+      // the OpenAI-compatible front: parses, tokenizes, books, forwards, streams and releases (router-front)
+      Front front = config.getBoolean("kvrouter.front.enabled")
+          ? await(Front.start(system, routing, config, limits, metrics.registry(),
+              () -> cluster.selfMember().status() == MemberStatus.up()))
+          : null;
       Uri management = await(PekkoManagement.get(system).start());
       // after management: bootstrap's peers probe each other's management routes
       if (ClusterConfig.bootstraps(config)) {
@@ -90,7 +97,7 @@ public final class Main {
       log.info("kvrouter gRPC ({} binding) on {}:{}, management on {}", grpc.binding().configName(),
           grpcAddress.getHostString(), grpcAddress.getPort(), management);
       return new RouterNode(system, routing, grpcAddress.getHostString(), grpcAddress.getPort(),
-          management.host().address(), management.port());
+          management.host().address(), management.port(), front);
     } catch (RuntimeException e) {
       system.terminate();
       throw e;
