@@ -6,6 +6,7 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.front.Front;
+import io.kvrouter.server.grpc.ModelStates;
 import io.kvrouter.server.metrics.RouterMetrics;
 import io.kvrouter.server.transport.GrpcServices;
 import io.kvrouter.server.transport.GrpcTransport;
@@ -78,7 +79,7 @@ public final class Main {
           config.getInt("kvrouter.limits.max-allowed-workers"));
       // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
       GrpcServices services = GrpcServices.create(routing, limits,
-          () -> cluster.selfMember().status() == MemberStatus.up(), metrics);
+          () -> cluster.selfMember().status() == MemberStatus.up(), metrics, ModelStates.Breakers.of(system));
       GrpcTransport.Bound grpc = await(GrpcTransport.start(system, GrpcTransport.Settings.fromConfig(config),
           services));
       InetSocketAddress grpcAddress = grpc.address();
