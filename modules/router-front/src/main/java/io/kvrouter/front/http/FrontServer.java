@@ -103,10 +103,17 @@ final class FrontServer {
       return discarding(request, errorResponse(FrontError.badRequest(FrontError.UNSUPPORTED_MEDIA_TYPE,
           "the body must be application/json, got " + type), null));
     }
-    ctx.metrics().started();
     FrontSettings s = ctx.settings();
+    var declared = request.entity().getContentLengthOption();
+    if (declared.isPresent() && declared.getAsLong() > s.maxBodyBytes()) {
+      // refused unread: the connection closes after the answer rather than draining what was promised
+      ctx.metrics().finished(null, endpoint.path(), 413);
+      return CompletableFuture.completedFuture(errorResponse(tooLarge(s), header(request, FrontHeaders.REQUEST_ID))
+          .addHeader(org.apache.pekko.http.javadsl.model.headers.Connection.create("close")));
+    }
+    ctx.metrics().started();
     return request.entity().withSizeLimit(s.maxBodyBytes())
-        .toStrict(s.bodyTimeout().toMillis(), ctx.materializer())
+        .toStrict(s.bodyTimeout().toMillis(), s.maxBodyBytes(), ctx.materializer())
         .thenCompose(strict -> {
           byte[] body = strict.getData().toArray();
           ClientRequest parsed = ctx.parser().parse(endpoint, body, name -> header(request, name));
@@ -118,9 +125,9 @@ final class FrontServer {
           FrontError error;
           if (cause instanceof FrontException front) {
             error = front.error();
-          } else if (cause instanceof EntityStreamSizeException) {
-            error = new FrontError(413, FrontError.INVALID_REQUEST, FrontError.BODY_TOO_LARGE, "the body exceeds "
-                + s.maxBodyBytes() + " bytes", null, 0);
+          } else if (cause instanceof EntityStreamSizeException
+              || String.valueOf(cause.getMessage()).startsWith("Request too large")) {
+            error = tooLarge(s);
           } else if (cause instanceof java.util.concurrent.TimeoutException) {
             error = new FrontError(408, FrontError.INVALID_REQUEST, FrontError.BODY_TIMEOUT, "the body did not "
                 + "arrive within " + s.bodyTimeout().toMillis() + " ms", null, 0);
@@ -132,6 +139,11 @@ final class FrontServer {
           ctx.metrics().finished(null, endpoint.path(), error.status());
           return errorResponse(error, header(request, FrontHeaders.REQUEST_ID));
         });
+  }
+
+  private static FrontError tooLarge(FrontSettings s) {
+    return new FrontError(413, FrontError.INVALID_REQUEST, FrontError.BODY_TOO_LARGE, "the body exceeds "
+        + s.maxBodyBytes() + " bytes", null, 0);
   }
 
   private static String header(HttpRequest request, String name) {

@@ -17,13 +17,16 @@ import org.apache.pekko.http.scaladsl.settings.ServerSettings;
 public final class ParsingErrors extends ParsingErrorHandler {
   @Override
   public HttpResponse handle(StatusCode status, ErrorInfo info, LoggingAdapter log, ServerSettings settings) {
-    int code = status.intValue();
+    String summary = info.summary();
+    // Pekko answers too many headers with 400: it is a header limit all the same (RFC 6585, 431)
+    int code = status.intValue() == 400 && summary.contains("header") && summary.contains("limit") ? 431
+        : status.intValue();
     String reason = switch (code) {
       case 431 -> FrontError.HEADERS_TOO_LARGE;
       case 413 -> FrontError.BODY_TOO_LARGE;
       default -> "MALFORMED_REQUEST";
     };
-    String message = RoutingError.truncate(info.summary(), 300);
+    String message = RoutingError.truncate(summary, 300);
     return FrontServer.errorResponse(new FrontError(code, FrontError.INVALID_REQUEST, reason, message, null, 0), null)
         .addHeader(org.apache.pekko.http.javadsl.model.headers.Connection.create("close"));
   }
