@@ -77,6 +77,7 @@ public final class Bench implements Runnable {
         List.of(new Benchmark("regions", "", RegionsBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
+    cli.addSubcommand("front", new FrontBench());
     return cli.execute(args);
   }
 

@@ -72,7 +72,10 @@ public final class Front {
     ThreadPoolExecutor tokenizers = new ThreadPoolExecutor(settings.tokenizerThreadCount(),
         settings.tokenizerThreadCount(), 60, TimeUnit.SECONDS, new ArrayBlockingQueue<>(settings.tokenizerQueue()),
         daemon("kvrouter-front-tokenizer"), new ThreadPoolExecutor.AbortPolicy());
-    ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(daemon("kvrouter-front-timer"));
+    // every request schedules its first-byte timeout and most cancel it: cancelled timers leave the queue at once
+    java.util.concurrent.ScheduledThreadPoolExecutor timers = new java.util.concurrent.ScheduledThreadPoolExecutor(1,
+        daemon("kvrouter-front-timer"));
+    timers.setRemoveOnCancelPolicy(true);
     var engines = new io.kvrouter.front.http.FrontHttp(system, settings);
     PromptRouting routing = new PromptRouting(() -> models, new SelectionRequests(limits), tokenizers);
     RequestParser parser = new RequestParser(settings.maxJsonDepth(), settings.maxBodyBytes(),
