@@ -70,7 +70,8 @@ public final class FrontBench implements Callable<Integer> {
   int maxTokens;
   @Option(names = "--prompt-chars", defaultValue = "4000", description = "characters of each prompt's shared prefix")
   int promptChars;
-  @Option(names = "--targets", split = ",", defaultValue = "direct,kvrouter-tokens,kvrouter-approximate,smg,vllm-router")
+  @Option(names = "--targets", split = ",", defaultValue = "direct,kvrouter-tokens,kvrouter-approximate,smg,vllm-router",
+      description = "which targets, in order; url=http://HOST:PORT also loads a proxy started by hand")
   List<String> targets;
   @Option(names = "--out", description = "results directory (default: modules/router-bench/results)")
   Path out;
@@ -193,7 +194,14 @@ public final class FrontBench implements Callable<Integer> {
       case "kvrouter-approximate" -> kvrouter(name, engineUrls, false);
       case "smg" -> peer(name, "smg", List.of("launch"), engineUrls);
       case "vllm-router" -> peer(name, "vllm-router", List.of(), engineUrls);
-      default -> throw new IllegalArgumentException("unknown target " + name);
+      default -> {
+        if (name.startsWith("url=")) { // a proxy started by hand (to profile it): its CPU is not measured
+          URI url = URI.create(name.substring(4) + "/v1/completions");
+          probe(name, url);
+          yield new Target(name, List.of(url), null, "a proxy started by hand at " + name.substring(4));
+        }
+        throw new IllegalArgumentException("unknown target " + name);
+      }
     };
   }
 

@@ -6,7 +6,7 @@ public final class FrontHeaders {
 
   /** Request: the client's id for the request; echoed in the response (generated when absent). */
   public static final String REQUEST_ID = "x-request-id";
-  /** Request: a session key; the front books a session's requests on the worker that served its last one. */
+  /** Request: a session key (logged with the request; prefix affinity keeps a conversation on its worker). */
   public static final String SESSION = "x-kvrouter-session";
   /** Request: an integer priority (higher first in the admission queue), default 0. */
   public static final String PRIORITY = "x-kvrouter-priority";
