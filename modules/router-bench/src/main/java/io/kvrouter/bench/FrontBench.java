@@ -75,6 +75,8 @@ public final class FrontBench implements Callable<Integer> {
   List<String> targets;
   @Option(names = "--out", description = "results directory (default: modules/router-bench/results)")
   Path out;
+  @Option(names = "--file", defaultValue = "front.md", description = "the results file's name")
+  String fileName;
   @Option(names = "--quick", description = "tiny sizes: checks that everything runs, not a measurement")
   boolean quick;
 
@@ -87,7 +89,8 @@ public final class FrontBench implements Callable<Integer> {
 
   /** One measured window of one target. */
   private record Window(String target, int sent, int ok, int failed, long[] ttftMicros, long[] itlMicros,
-      double cpuMicrosPerRequest, double driverCpuMicrosPerRequest, double machineBusyCores) {}
+      double cpuMicrosPerRequest, double jitMicrosPerRequest, double driverCpuMicrosPerRequest,
+      double machineBusyCores) {}
 
   @Override
   public Integer call() throws Exception {
@@ -101,6 +104,9 @@ public final class FrontBench implements Callable<Integer> {
     logs = root.resolve("modules/router-bench/target/front-bench/"
         + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
     Files.createDirectories(logs);
+    // Ctrl-C or SIGTERM: the finally block below does not run, the hook does
+    Thread stopper = new Thread(this::stopAll, "front-bench-stop");
+    Runtime.getRuntime().addShutdownHook(stopper);
     try {
       List<String> engineUrls = startEngines();
       List<Target> running = new ArrayList<>();
@@ -137,16 +143,28 @@ public final class FrontBench implements Callable<Integer> {
       Progress.line("front", "wrote %s", file);
       return 0;
     } finally {
-      for (Process process : started) {
-        process.descendants().forEach(ProcessHandle::destroy);
-        process.destroy();
-      }
-      for (Process process : started) {
+      stopAll();
+      Runtime.getRuntime().removeShutdownHook(stopper);
+    }
+  }
+
+  /** Stops every process this run started, and their children. */
+  private synchronized void stopAll() {
+    for (Process process : started) {
+      process.descendants().forEach(ProcessHandle::destroy);
+      process.destroy();
+    }
+    for (Process process : started) {
+      try {
         if (!process.waitFor(20, TimeUnit.SECONDS)) {
           process.destroyForcibly();
         }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
       }
     }
+    started.clear();
   }
 
   // ---------------------------------------------------------------- processes
@@ -412,6 +430,7 @@ public final class FrontBench implements Callable<Integer> {
     int total = rate * seconds;
     long period = TimeUnit.SECONDS.toNanos(1) / rate;
     long[] cpuBefore = cpu(target);
+    long jitBefore = target.process() == null ? 0 : ProcStat.compilerTicks(target.process().pid());
     long driverBefore = ProcStat.cpuTicks(ProcessHandle.current().pid());
     long machineBefore = ProcStat.machineBusyTicks();
     long startNanos = System.nanoTime();
@@ -456,6 +475,7 @@ public final class FrontBench implements Callable<Integer> {
     }
     long elapsedNanos = System.nanoTime() - startNanos;
     long[] cpuAfter = cpu(target);
+    long jitAfter = target.process() == null ? 0 : ProcStat.compilerTicks(target.process().pid());
     long ticks = ProcStat.clockTicksPerSecond();
     double cpuMicros = 0;
     for (int i = 0; i < cpuAfter.length; i++) {
@@ -468,7 +488,8 @@ public final class FrontBench implements Callable<Integer> {
     long[] itl = samples.stream().mapToLong(s -> s[1]).filter(v -> v >= 0).sorted().toArray();
     int answered = Math.max(1, ok.get());
     return new Window(target.name(), total, ok.get(), failed.get(), ttft, itl,
-        target.process() == null ? 0 : cpuMicros / answered, driverMicros / answered, machineCores);
+        target.process() == null ? 0 : cpuMicros / answered, (jitAfter - jitBefore) * 1e6 / ticks / answered,
+        driverMicros / answered, machineCores);
   }
 
   /** CPU ticks of the target's process and its descendants (a peer's CLI may start its server as a child). */
@@ -515,11 +536,13 @@ public final class FrontBench implements Callable<Integer> {
         + "of %d s windows per target (the order reversed every other round). Figures are the median over rounds; "
         + "TTFT is sending to the first SSE event, inter-token the mean gap between events of one answer; "
         + "\"added\" is the target's figure less the direct connection's; CPU per request is the target's "
-        + "process tree's CPU time (utime + stime, /proc) over the window per answered request.", engines,
+        + "process tree's CPU time (utime + stime, /proc) over the window per answered request, \"of which JIT\" the "
+        + "part its JIT compiler threads spent (a JVM that is still compiling costs more per request than it will "
+        + "once warm).", engines,
         timeScale, rate, promptChars, maxTokens, warmupSeconds, rounds, measureSeconds));
     Report.Table table = new Report.Table("target", "answered / sent", "TTFT p50 (ms)", "TTFT p99 (ms)",
         "added TTFT p50 (ms)", "added TTFT p99 (ms)", "inter-token p50 (ms)", "CPU per request (µs)",
-        "driver CPU per request (µs)", "machine busy (cores)");
+        "of which JIT (µs)", "driver CPU per request (µs)", "machine busy (cores)");
     List<Window> direct = results.getOrDefault("direct", List.of());
     double d50 = median(direct.stream().map(w -> (double) pct(w.ttftMicros(), 50)).toList());
     double d99 = median(direct.stream().map(w -> (double) pct(w.ttftMicros(), 99)).toList());
@@ -534,6 +557,8 @@ public final class FrontBench implements Callable<Integer> {
           target.name().equals("direct") ? "—" : ms(p50 - d50), target.name().equals("direct") ? "—" : ms(p99 - d99),
           ms(itl), target.name().equals("direct") ? "—" : String.format(Locale.ROOT, "%.0f",
               median(ws.stream().map(Window::cpuMicrosPerRequest).toList())),
+          target.name().equals("direct") ? "—" : String.format(Locale.ROOT, "%.0f",
+              median(ws.stream().map(Window::jitMicrosPerRequest).toList())),
           String.format(Locale.ROOT, "%.0f", median(ws.stream().map(Window::driverCpuMicrosPerRequest).toList())),
           String.format(Locale.ROOT, "%.2f", median(ws.stream().map(Window::machineBusyCores).toList())));
     }
@@ -548,7 +573,7 @@ public final class FrontBench implements Callable<Integer> {
     report.paragraph(how.toString());
     report.paragraph("Process logs: `" + root.relativize(logs) + "`.");
     return report.write(out != null ? out : root.resolve("modules/router-bench/results"), quick ? "front-quick.md"
-        : "front.md");
+        : fileName);
   }
 
   private static String ms(double micros) {

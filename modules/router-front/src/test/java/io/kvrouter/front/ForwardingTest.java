@@ -234,6 +234,23 @@ class ForwardingTest {
   }
 
   @Test
+  void aStreamThatStallsAfterItsFirstByteEndsAfterTheIdleTimeoutWithAnErrorEvent() throws Exception {
+    String model = model();
+    try (ScriptedEngine stalled = engine().mode(ScriptedEngine.Mode.STALL_AFTER_FIRST)) {
+      node.register(model, "stalled", stalled.url());
+      HttpResponse<String> response = post("/v1/completions", completion(model, true));
+      assertThat(response.statusCode()).isEqualTo(200);
+      String[] events = response.body().split("\n\n");
+      assertThat(events[0]).contains(" t0");
+      JsonNode error = JSON.readTree(events[1].substring("data: ".length()));
+      assertThat(error.at("/error/code").asText()).isEqualTo("ENGINE_TIMEOUT");
+      assertThat(error.at("/error/message").asText()).contains("sent nothing for 1500 ms");
+      assertThat(events[2]).isEqualTo("data: [DONE]");
+      noBookingLeft(model);
+    }
+  }
+
+  @Test
   void whenEveryAttemptFailsTheClientGetsTheEnginesFailureAndNothingStaysBooked() throws Exception {
     String model = model();
     try (ScriptedEngine a = engine().status(500); ScriptedEngine b = engine().status(502)) {

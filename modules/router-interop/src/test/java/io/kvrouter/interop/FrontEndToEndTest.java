@@ -120,10 +120,11 @@ class FrontEndToEndTest {
       assertThat(r.get("finish_reason").asText()).as(r.toString()).isEqualTo("length");
     }
     assertThat(results.get(0).get("completion_tokens").asInt()).isEqualTo(8);
-    assertThat(results.get(1).get("chunks").asInt()).isGreaterThan(1);
+    // the engine merges the deltas a slower reader has not taken yet (as vLLM does): at least one chunk
+    assertThat(results.get(1).get("chunks").asInt()).isPositive();
     assertThat(results.get(1).get("completion_tokens").asInt()).isEqualTo(8);
     assertThat(results.get(2).get("completion_tokens").asInt()).isEqualTo(6);
-    assertThat(results.get(3).get("chunks").asInt()).isGreaterThan(1);
+    assertThat(results.get(3).get("chunks").asInt()).isPositive();
     JsonNode unknown = results.get(4);
     assertThat(unknown.get("status").asInt()).isEqualTo(404);
     assertThat(unknown.get("code").asText()).isEqualTo("UNKNOWN_MODEL");
@@ -226,6 +227,49 @@ class FrontEndToEndTest {
     } finally {
       python.destroyForcibly();
     }
+    noBookingLeft(fleet.model);
+  }
+
+  @Test
+  void aFailingWorkersBreakerShowsInTheStateRouteAndEveryFrontSeriesInTheMetrics() throws Exception {
+    SimulatedFleet fleet = fleet();
+    fleet.start(4_000, 50);
+    fleet.register(node.cluster());
+    int refusing;
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+      refusing = socket.getLocalPort();
+    }
+    node.cluster().client(fleet.model).register(new io.kvrouter.core.model.WorkerConfig("dead", 0, 1, 8192, 4000, 16,
+        "http://127.0.0.1:" + refusing, node.cluster().region(), io.kvrouter.core.model.WorkerRole.AGGREGATED),
+        Duration.ofSeconds(10)).toCompletableFuture().get();
+    node.cluster().client(fleet.model).setPolicy("round_robin", java.util.Map.of(), Duration.ofSeconds(10))
+        .toCompletableFuture().get();
+    String body = "{\"model\":\"" + fleet.model + "\",\"prompt\":\"Hi there\",\"max_tokens\":3,\"stream\":true}";
+    for (int i = 0; i < 8; i++) {
+      HttpResponse<String> answer = HTTP.send(HttpRequest.newBuilder(URI.create(node.httpUrl() + "/v1/completions"))
+          .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(answer.statusCode()).isEqualTo(200);
+      assertThat(answer.headers().firstValue("x-kvrouter-worker")).hasValue("sim-0");
+    }
+    JsonNode state = JSON.readTree(HTTP.send(HttpRequest.newBuilder(URI.create(node.managementUrl()
+        + "/models/state?model=" + java.net.URLEncoder.encode(fleet.model, StandardCharsets.UTF_8))).build(),
+        HttpResponse.BodyHandlers.ofString()).body());
+    assertThat(state.get("breakers")).hasSize(1);
+    assertThat(state.at("/breakers/0/workerId").asText()).isEqualTo("dead");
+    assertThat(state.at("/breakers/0/state").asText()).isEqualTo("OPEN");
+    assertThat(state.at("/breakers/0/trips").asInt()).isEqualTo(1);
+    String metrics = HTTP.send(HttpRequest.newBuilder(URI.create(node.managementUrl() + "/metrics")).build(),
+        HttpResponse.BodyHandlers.ofString()).body();
+    String model = "model=\"" + fleet.model + "\"";
+    assertThat(metrics).contains("kvrouter_front_breaker_state{" + model + ",worker=\"dead\"} 1.0")
+        .contains("kvrouter_front_breaker_trips_total{" + model + ",worker=\"dead\"} 1.0")
+        .contains("kvrouter_front_requests_total{endpoint=\"/v1/completions\"," + model + ",status=\"200\"} 8.0")
+        .contains("kvrouter_front_retries_total{" + model + ",reason=\"refused\"} 3.0")
+        .contains("kvrouter_front_ttft_seconds_bucket{" + model)
+        .contains("kvrouter_front_inter_token_seconds_bucket{" + model)
+        .contains("kvrouter_front_routing_seconds_bucket{" + model)
+        .contains("kvrouter_front_requests_active");
     noBookingLeft(fleet.model);
   }
 

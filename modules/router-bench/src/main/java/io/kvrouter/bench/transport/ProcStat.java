@@ -27,7 +27,7 @@ public final class ProcStat {
    * {@code /proc/<pid>/task}): the part of a window's server CPU spent compiling rather than serving; 0 when the
    * tasks cannot be read.
    */
-  static long compilerTicks(long pid) {
+  public static long compilerTicks(long pid) {
     Path tasks = Path.of("/proc", Long.toString(pid), "task");
     long total = 0;
     try (java.util.stream.Stream<Path> threads = Files.list(tasks)) {

@@ -14,10 +14,10 @@ final class AccessLog {
 
   /** One request's line. */
   record Entry(String method, String path, int status, String model, String worker, int attempts, long ttftMicros,
-      long durationMicros, long bytesOut, String clientRequestId, String bookingId, String outcome) {}
+      long durationMicros, long bytesOut, String clientRequestId, String session, String bookingId, String outcome) {}
 
   private static final String[] KEYS = {"http_method", "http_path", "http_status", "model", "worker", "attempts",
-      "ttft_us", "duration_us", "bytes_out", "request_id", "booking_id", "outcome"};
+      "ttft_us", "duration_us", "bytes_out", "request_id", "session", "booking_id", "outcome"};
 
   boolean enabled() {
     return log.isInfoEnabled();
@@ -37,12 +37,14 @@ final class AccessLog {
     MDC.put("duration_us", Long.toString(e.durationMicros()));
     MDC.put("bytes_out", Long.toString(e.bytesOut()));
     MDC.put("request_id", e.clientRequestId() == null ? "" : e.clientRequestId());
+    MDC.put("session", e.session() == null ? "" : e.session());
     MDC.put("booking_id", e.bookingId() == null ? "" : e.bookingId());
     MDC.put("outcome", e.outcome());
     try {
       log.info("{} {} {} model={} worker={} attempts={} ttft_us={} duration_us={} bytes={} request_id={} "
-              + "booking_id={} outcome={}", e.method(), e.path(), e.status(), e.model(), e.worker(), e.attempts(),
-          e.ttftMicros(), e.durationMicros(), e.bytesOut(), e.clientRequestId(), e.bookingId(), e.outcome());
+              + "session={} booking_id={} outcome={}", e.method(), e.path(), e.status(), e.model(), e.worker(),
+          e.attempts(), e.ttftMicros(), e.durationMicros(), e.bytesOut(), e.clientRequestId(), e.session(),
+          e.bookingId(), e.outcome());
     } finally {
       for (String key : KEYS) {
         MDC.remove(key);

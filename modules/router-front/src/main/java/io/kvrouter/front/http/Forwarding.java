@@ -390,7 +390,8 @@ final class Forwarding {
       ctx.accessLog().write(new AccessLog.Entry("POST", request.endpoint().path(), status, request.model(),
           workerServed, booking == null ? 0 : booking.attempts(),
           firstByteNanos == 0 ? -1 : (firstByteNanos - arrivalNanos) / 1_000, (now - arrivalNanos) / 1_000,
-          bytesOut.get(), request.clientRequestId(), bookingServed, outcome == null ? "ok" : outcome));
+          bytesOut.get(), request.clientRequestId(), request.session(), bookingServed,
+          outcome == null ? "ok" : outcome));
     }
   }
 

@@ -108,12 +108,18 @@ final class FrontServer {
     if (declared.isPresent() && declared.getAsLong() > s.maxBodyBytes()) {
       // refused unread: the connection closes after the answer rather than draining what was promised
       ctx.metrics().finished(null, endpoint.path(), 413);
+      logRefused(endpoint, tooLarge(s), request, arrival);
       return CompletableFuture.completedFuture(errorResponse(tooLarge(s), header(request, FrontHeaders.REQUEST_ID))
           .addHeader(org.apache.pekko.http.javadsl.model.headers.Connection.create("close")));
     }
     ctx.metrics().started();
-    return request.entity().withSizeLimit(s.maxBodyBytes())
-        .toStrict(s.bodyTimeout().toMillis(), s.maxBodyBytes(), ctx.materializer())
+    // a body that arrived whole with its headers is strict already: no stream to run for it
+    CompletionStage<? extends org.apache.pekko.http.javadsl.model.HttpEntity.Strict> read =
+        request.entity().isStrict() && request.entity().getContentLengthOption().orElse(0) <= s.maxBodyBytes()
+            ? CompletableFuture.completedFuture((org.apache.pekko.http.javadsl.model.HttpEntity.Strict) request.entity())
+            : request.entity().withSizeLimit(s.maxBodyBytes()).toStrict(s.bodyTimeout().toMillis(), s.maxBodyBytes(),
+                ctx.materializer());
+    return read
         .thenCompose(strict -> {
           byte[] body = strict.getData().toArray();
           ClientRequest parsed = ctx.parser().parse(endpoint, body, name -> header(request, name));
@@ -135,10 +141,20 @@ final class FrontServer {
             error = FrontError.badRequest(FrontError.INVALID_BODY, "the body could not be read: "
                 + io.kvrouter.core.error.RoutingError.truncate(String.valueOf(cause.getMessage()), 200));
           }
-          // Forwarding counts the requests it ran; these never reached it
+          // Forwarding counts and logs the requests it ran; these never reached it
           ctx.metrics().finished(null, endpoint.path(), error.status());
+          logRefused(endpoint, error, request, arrival);
           return errorResponse(error, header(request, FrontHeaders.REQUEST_ID));
         });
+  }
+
+  /** The access-log line of a request refused before it was parsed (no model, no booking). */
+  private void logRefused(Endpoint endpoint, FrontError error, HttpRequest request, long arrival) {
+    if (ctx.accessLog().enabled()) {
+      ctx.accessLog().write(new AccessLog.Entry("POST", endpoint.path(), error.status(), null, null, 0, -1,
+          (System.nanoTime() - arrival) / 1_000, 0, header(request, FrontHeaders.REQUEST_ID), null, null,
+          error.code()));
+    }
   }
 
   private static FrontError tooLarge(FrontSettings s) {

@@ -29,7 +29,7 @@ import org.apache.pekko.util.ByteString;
 public final class ScriptedEngine implements AutoCloseable {
 
   /** What the engine does with a request. */
-  public enum Mode { STREAM, STATUS, CUT_BEFORE_FIRST, CUT_AFTER_FIRST, SILENT }
+  public enum Mode { STREAM, STATUS, CUT_BEFORE_FIRST, CUT_AFTER_FIRST, STALL_AFTER_FIRST, SILENT }
 
   /** One request as the engine saw it. */
   public record Seen(String requestId, String dpRank, String authorization, String body) {}
@@ -105,6 +105,8 @@ public final class ScriptedEngine implements AutoCloseable {
                   }
                   return event(0);
                 })));
+        case STALL_AFTER_FIRST -> HttpResponse.create().withEntity(HttpEntities.createChunked(
+            MediaTypes.TEXT_EVENT_STREAM.toContentType(), Source.single(event(0)).concat(Source.never())));
         case STREAM -> stream ? sse() : json();
       };
     });
