@@ -100,6 +100,7 @@ final class FrontServer {
     var type = request.entity().getContentType();
     if (!type.mediaType().equals(ContentTypes.APPLICATION_JSON.mediaType())
         && !type.equals(ContentTypes.NO_CONTENT_TYPE)) {
+      ctx.metrics().refused(endpoint.path(), 400);
       return discarding(request, errorResponse(FrontError.badRequest(FrontError.UNSUPPORTED_MEDIA_TYPE,
           "the body must be application/json, got " + type), null));
     }
@@ -107,10 +108,12 @@ final class FrontServer {
     var declared = request.entity().getContentLengthOption();
     if (declared.isPresent() && declared.getAsLong() > s.maxBodyBytes()) {
       // refused unread: the connection closes after the answer rather than draining what was promised
-      ctx.metrics().finished(null, endpoint.path(), 413);
+      ctx.metrics().refused(endpoint.path(), 413);
       logRefused(endpoint, tooLarge(s), request, arrival);
-      return CompletableFuture.completedFuture(errorResponse(tooLarge(s), header(request, FrontHeaders.REQUEST_ID))
-          .addHeader(org.apache.pekko.http.javadsl.model.headers.Connection.create("close")));
+      HttpResponse response = errorResponse(tooLarge(s), header(request, FrontHeaders.REQUEST_ID));
+      // HTTP/1.1: close rather than drain what was promised (HTTP/2 resets the stream by itself)
+      return CompletableFuture.completedFuture(request.protocol().value().startsWith("HTTP/1")
+          ? response.addHeader(org.apache.pekko.http.javadsl.model.headers.Connection.create("close")) : response);
     }
     ctx.metrics().started();
     // a body that arrived whole with its headers is strict already: no stream to run for it

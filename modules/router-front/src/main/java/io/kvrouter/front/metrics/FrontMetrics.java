@@ -59,6 +59,15 @@ public final class FrontMetrics implements RequestBooking.Events {
   /** A request answered with {@code status} (after its stream ended, for a stream). */
   public void finished(String model, String endpoint, int status) {
     active.decrementAndGet();
+    answered(model, endpoint, status);
+  }
+
+  /** A request refused before it started (its headers alone decided it). */
+  public void refused(String endpoint, int status) {
+    answered(null, endpoint, status);
+  }
+
+  private void answered(String model, String endpoint, int status) {
     Counter.builder("kvrouter.front.requests").description("Requests the front answered, by model, endpoint, status")
         .tags(Tags.of("model", model(model), "endpoint", endpoint, "status", Integer.toString(status)))
         .register(registry).increment();

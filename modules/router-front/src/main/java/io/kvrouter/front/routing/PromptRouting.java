@@ -62,7 +62,14 @@ public final class PromptRouting {
       }
     }
     try {
-      return CompletableFuture.supplyAsync(() -> routeNow(request, model, scope, requestId), tokenizerPool);
+      return CompletableFuture.supplyAsync(() -> {
+        try {
+          return routeNow(request, model, scope, requestId);
+        } catch (IllegalStateException closed) {
+          // the models file was reloaded and this tokenizer closed under the encode: the current entry's, once
+          return routeNow(request, model(request.model()), scope, requestId);
+        }
+      }, tokenizerPool);
     } catch (RejectedExecutionException e) {
       return CompletableFuture.failedFuture(new FrontError(503, FrontError.UNAVAILABLE, FrontError.TOKENIZER_BUSY,
           "every tokenizer thread is busy and the queue is full; retry shortly", null, 1).toException());
