@@ -133,15 +133,29 @@
     </div>`;
   }
 
-  function workerBlock(worker) {
+  /** This node's front's circuit breaker of a worker, as a badge (none while closed or never failed). */
+  function breakerBadge(breaker) {
+    if (!breaker || breaker.state === 'CLOSED') {
+      return '';
+    }
+    const open = breaker.state === 'OPEN';
+    const title = `${num(breaker.failures)} failures, opened ${num(breaker.trips)} times`
+      + (open ? `, excluded until ${time(breaker.openUntilUnixMs)}` : ', next request tries it');
+    return `<span class="badge ${open ? 'bad' : 'warn'}" data-testid="worker-breaker"
+        data-state="${esc(breaker.state)}" title="${esc(title)}">BREAKER ${open ? 'OPEN' : 'HALF-OPEN'}</span>`;
+  }
+
+  function workerBlock(worker, breakers) {
     const config = worker.config || {};
     const available = worker.available !== false;
+    const breaker = (breakers || []).find((b) => b.workerId === config.workerId);
     return `<div class="worker${available ? '' : ' unavailable'}" data-testid="worker"
         data-worker="${esc(config.workerId)}" data-available="${available}">
       <div class="worker-head"><span class="id">${esc(config.workerId)}</span>
         <span class="meta">${esc(config.endpoint)} · region ${esc(config.region)} · ranks ${num(config.dpStart)}..${
           num(config.dpStart) + num(config.dpSize) - 1}</span>
-        ${available ? '' : '<span class="badge warn" data-testid="worker-unavailable">UNAVAILABLE</span>'}</div>
+        ${available ? '' : '<span class="badge warn" data-testid="worker-unavailable">UNAVAILABLE</span>'}
+        ${breakerBadge(breaker)}</div>
       ${(worker.ranks || []).map((rank) => rankRow(worker, rank)).join('')}
     </div>`;
   }
@@ -227,7 +241,7 @@
         ${stat('expired-bookings', 'expired bookings', num(state.expiredBookings))}
       </div>
       <h3>Ranks</h3>
-      ${workers.map(workerBlock).join('') || '<p class="unavailable-note">no worker</p>'}
+      ${workers.map((w) => workerBlock(w, state.breakers)).join('') || '<p class="unavailable-note">no worker</p>'}
       <div class="panels">
         <div data-testid="decisions"><h3>Recent decisions</h3>${decisionsPanel(decisions)}</div>
         <div data-testid="pools"><h3>Pools per region</h3>${poolsPanel(pools)}</div>

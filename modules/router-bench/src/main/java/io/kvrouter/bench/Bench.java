@@ -86,6 +86,7 @@ public final class Bench implements Runnable {
         + "engine.", List.of(new Benchmark("engines", "", EnginesBench::run))));
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
+    cli.addSubcommand("front", new FrontBench());
     return cli.execute(args);
   }
 

@@ -43,6 +43,7 @@ class CliEndToEndTest {
 
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
+        kvrouter.front.port = 0
         pekko.remote.artery.canonical.port = 0
         pekko.loglevel = WARNING
         """));

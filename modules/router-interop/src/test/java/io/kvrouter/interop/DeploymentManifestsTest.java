@@ -50,7 +50,8 @@ class DeploymentManifestsTest {
   void everyKvrouterVariableInTheManifestsIsOneTheRouterReads() throws IOException {
     Set<String> read = variablesTheRouterReads();
     assertThat(read)
-        .contains("KVROUTER_BOOTSTRAP", "KVROUTER_MANAGEMENT_PORT", "KVROUTER_REGION", "KVROUTER_LOG_FORMAT")
+        .contains("KVROUTER_BOOTSTRAP", "KVROUTER_MANAGEMENT_PORT", "KVROUTER_REGION", "KVROUTER_LOG_FORMAT",
+            "KVROUTER_HTTP_HOST", "KVROUTER_HTTP_PORT", "KVROUTER_MODELS")
         .doesNotContain("KVROUTER_JAVA_OPTS");
     for (JsonNode deployment : kind("Deployment")) {
       for (String name : env(deployment).keySet()) {
@@ -120,6 +121,8 @@ class DeploymentManifestsTest {
           Integer.parseInt(setting(env, "KVROUTER_GRPC_PORT", "kvrouter.grpc.port")));
       assertThat(containerPort(container, YAML.valueToTree("remoting"))).isEqualTo(
           Integer.parseInt(setting(env, "KVROUTER_REMOTE_PORT", "pekko.remote.artery.canonical.port")));
+      assertThat(containerPort(container, YAML.valueToTree("http"))).isEqualTo(
+          Integer.parseInt(setting(env, "KVROUTER_HTTP_PORT", "kvrouter.front.port")));
     }
   }
 
@@ -134,7 +137,8 @@ class DeploymentManifestsTest {
           .containsEntry("KVROUTER_MANAGEMENT_BIND_HOST", "0.0.0.0")
           .containsEntry("KVROUTER_REMOTE_HOST", "$(POD_IP)")
           .containsEntry("KVROUTER_REMOTE_BIND_HOST", "0.0.0.0")
-          .containsEntry("KVROUTER_GRPC_HOST", "0.0.0.0");
+          .containsEntry("KVROUTER_GRPC_HOST", "0.0.0.0")
+          .containsEntry("KVROUTER_HTTP_HOST", "0.0.0.0");
     }
   }
 
@@ -160,7 +164,7 @@ class DeploymentManifestsTest {
   }
 
   @Test
-  void eachRegionHasAGrpcServiceSelectingItsPods() throws IOException {
+  void eachRegionHasAServiceSelectingItsPodsForGrpcAndTheHttpFront() throws IOException {
     for (JsonNode deployment : kind("Deployment")) {
       Map<String, String> labels = labels(deployment.at("/spec/template/metadata/labels"));
       JsonNode container = container(deployment);
@@ -170,11 +174,14 @@ class DeploymentManifestsTest {
             && selector.equals(labels(deployment.at("/spec/selector/matchLabels")))
             && labels.entrySet().containsAll(selector.entrySet());
         boolean targetsGrpc = false;
+        boolean targetsHttp = false;
         for (JsonNode port : service.at("/spec/ports")) {
           targetsGrpc |= containerPort(container, port.path("targetPort")) == containerPort(container,
               YAML.valueToTree("grpc"));
+          targetsHttp |= containerPort(container, port.path("targetPort")) == containerPort(container,
+              YAML.valueToTree("http"));
         }
-        return selectsRegion && targetsGrpc;
+        return selectsRegion && targetsGrpc && targetsHttp;
       });
     }
   }
@@ -226,7 +233,7 @@ class DeploymentManifestsTest {
       assertThat(server.getEntry("application.conf")).isNotNull();
     }
 
-    // EXPOSE lists the router's default gRPC, management and remoting ports
+    // EXPOSE lists the router's default gRPC, management, remoting and HTTP front ports
     Matcher expose = Pattern.compile("(?m)^EXPOSE (.+)$").matcher(dockerfile);
     assertThat(expose.find()).as("EXPOSE").isTrue();
     Set<Integer> exposed = new TreeSet<>();
@@ -234,7 +241,8 @@ class DeploymentManifestsTest {
       exposed.add(Integer.parseInt(port));
     }
     assertThat(exposed).containsExactlyInAnyOrder(DEFAULTS.getInt("kvrouter.grpc.port"),
-        DEFAULTS.getInt("kvrouter.management.port"), DEFAULTS.getInt("pekko.remote.artery.canonical.port"));
+        DEFAULTS.getInt("kvrouter.management.port"), DEFAULTS.getInt("pekko.remote.artery.canonical.port"),
+        DEFAULTS.getInt("kvrouter.front.port"));
 
     // the variables the image sets are the router's
     Matcher env = Pattern.compile("(KVROUTER_[A-Z0-9_]+)=").matcher(dockerfile);

@@ -75,6 +75,7 @@ class InteropTest {
           kvrouter.grpc.binding = "%s"
           kvrouter.grpc.port = 0
           kvrouter.management.port = 0
+          kvrouter.front.port = 0
           pekko.remote.artery.canonical.port = 0
           pekko.actor.serialize-messages = on
           pekko.cluster.jmx.multi-mbeans-in-same-jvm = on

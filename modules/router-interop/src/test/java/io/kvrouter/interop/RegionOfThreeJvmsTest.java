@@ -99,6 +99,7 @@ class RegionOfThreeJvmsTest {
       env.put("KVROUTER_GRPC_PORT", Integer.toString(ports[3 * i]));
       env.put("KVROUTER_MANAGEMENT_HOST", "127.0.0.1");
       env.put("KVROUTER_MANAGEMENT_PORT", Integer.toString(ports[3 * i + 1]));
+      env.put("KVROUTER_HTTP_PORT", "0");
       env.put("KVROUTER_REMOTE_HOST", "127.0.0.1");
       env.put("KVROUTER_REMOTE_PORT", Integer.toString(ports[3 * i + 2]));
       env.put("KVROUTER_SEED_NODES", String.join(",", seeds));

@@ -5,6 +5,8 @@ import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
+import io.kvrouter.front.Front;
+import io.kvrouter.server.grpc.ModelStates;
 import io.kvrouter.server.metrics.RouterMetrics;
 import io.kvrouter.server.transport.GrpcServices;
 import io.kvrouter.server.transport.GrpcTransport;
@@ -24,7 +26,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
 
-/** Starts a router node: cluster membership, the admission layer, gRPC and management. */
+/** Starts a router node: cluster membership, the admission layer, gRPC, the HTTP front and management. */
 public final class Main {
   static final String COMMON_POOL_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism";
   private static final Logger log = LoggerFactory.getLogger(Main.class);
@@ -42,7 +44,8 @@ public final class Main {
     // instead of keeping a process whose cluster is gone; Main.init in tests keeps the JVM.
     RouterNode node = init(ConfigFactory.parseString("pekko.coordinated-shutdown.exit-jvm = on"));
     System.out.println("kvrouter is up: gRPC " + node.grpcHost() + ":" + node.grpcPort()
-        + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)");
+        + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)"
+        + (node.front() == null ? "" : ", OpenAI-compatible HTTP " + node.httpUrl()));
   }
 
   /** Starts a node from application.conf with {@code overrides} on top; tests pass ephemeral ports here. */
@@ -78,12 +81,17 @@ public final class Main {
           config.getInt("kvrouter.limits.max-allowed-workers"));
       // one set of service objects, served by the configured binding (kvrouter.grpc.binding)
       GrpcServices services = GrpcServices.create(routing, limits,
-          () -> cluster.selfMember().status() == MemberStatus.up(), metrics);
+          () -> cluster.selfMember().status() == MemberStatus.up(), metrics, ModelStates.Breakers.of(system));
       GrpcTransport.Bound grpc = await(GrpcTransport.start(system, GrpcTransport.Settings.fromConfig(config),
           services));
       InetSocketAddress grpcAddress = grpc.address();
       String advertised = config.getString("kvrouter.grpc.advertised-endpoint");
       routing.advertise(advertised.isEmpty() ? grpcAddress.getHostString() + ":" + grpcAddress.getPort() : advertised);
+      // the OpenAI-compatible front: parses, tokenizes, books, forwards, streams and releases (router-front)
+      Front front = config.getBoolean("kvrouter.front.enabled")
+          ? await(Front.start(system, routing, config, limits, metrics.registry(),
+              () -> cluster.selfMember().status() == MemberStatus.up()))
+          : null;
       Uri management = await(PekkoManagement.get(system).start());
       // after management: bootstrap's peers probe each other's management routes
       if (ClusterConfig.bootstraps(config)) {
@@ -92,7 +100,7 @@ public final class Main {
       log.info("kvrouter gRPC ({} binding) on {}:{}, management on {}", grpc.binding().configName(),
           grpcAddress.getHostString(), grpcAddress.getPort(), management);
       return new RouterNode(system, routing, grpcAddress.getHostString(), grpcAddress.getPort(),
-          management.host().address(), management.port());
+          management.host().address(), management.port(), front);
     } catch (RuntimeException e) {
       system.terminate();
       throw e;

@@ -1,11 +1,12 @@
 package io.kvrouter.server;
 
 import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.front.Front;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 
-/** A running router node: its actor system, routing layer and bound ports. Closing it leaves the cluster. */
+/** A running router node: its actor system, routing layer, HTTP front and bound ports. Closing it leaves the cluster. */
 public final class RouterNode implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final RouterCluster cluster;
@@ -13,15 +14,30 @@ public final class RouterNode implements AutoCloseable {
   private final int grpcPort;
   private final String managementHost;
   private final int managementPort;
+  private final Front front;
 
   RouterNode(ActorSystem<Void> system, RouterCluster cluster, String grpcHost, int grpcPort, String managementHost,
-      int managementPort) {
+      int managementPort, Front front) {
     this.system = system;
     this.cluster = cluster;
     this.grpcHost = grpcHost;
     this.grpcPort = grpcPort;
     this.managementHost = managementHost;
     this.managementPort = managementPort;
+    this.front = front;
+  }
+
+  /** The node's HTTP front, or null when {@code kvrouter.front.enabled} is off. */
+  public Front front() {
+    return front;
+  }
+
+  /** The front's base URL ({@code http://host:port}); the front must be on. */
+  public String httpUrl() {
+    if (front == null) {
+      throw new IllegalStateException("the HTTP front is off on this node");
+    }
+    return "http://" + front.address().getHostString() + ":" + front.port();
   }
 
   public ActorSystem<Void> system() {

@@ -37,6 +37,7 @@ class ClusterBootstrapTest {
     int managementPort = freePort();
     try (RouterNode node = Main.init(ConfigFactory.parseString("""
         kvrouter.grpc.port = 0
+        kvrouter.front.port = 0
         kvrouter.management.port = %d
         kvrouter.cluster.bootstrap = config
         pekko.management.cluster.bootstrap.contact-point-discovery {

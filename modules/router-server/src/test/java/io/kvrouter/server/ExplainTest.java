@@ -120,6 +120,12 @@ class ExplainTest {
     assertThat(e.getFilteredList()).extracting(FilteredRank::getWorkerId, FilteredRank::getReason)
         .containsExactly(org.assertj.core.groups.Tuple.tuple("w2", "NOT_ALLOWED"));
     assertThat(e.getHasRunnerUp()).isFalse();
+
+    Selection excluding = join(router.router.select(RouteRequest.newBuilder().setModel(model).setIslTokens(32)
+        .addExcludedWorkers("w1").setExplain(true).build()));
+    assertThat(excluding.getWorker().getWorkerId()).isEqualTo("w2");
+    assertThat(excluding.getExplanation().getFilteredList()).extracting(FilteredRank::getWorkerId,
+        FilteredRank::getReason).containsExactly(org.assertj.core.groups.Tuple.tuple("w1", "EXCLUDED"));
   }
 
   @Test

@@ -160,6 +160,8 @@ class GrpcBadInputTest {
         Status.Code.INVALID_ARGUMENT, "MALFORMED");
     rejects(() -> router.router.select(select().setPinnedWorker("w1").addAllowedWorkers("w2").build()),
         Status.Code.FAILED_PRECONDITION, "PINNED_WORKER_NOT_ALLOWED");
+    rejects(() -> router.router.select(select().setPinnedWorker("w1").addExcludedWorkers("w1").build()),
+        Status.Code.FAILED_PRECONDITION, "PINNED_WORKER_NOT_ALLOWED");
   }
 
   @Test
@@ -228,6 +230,9 @@ class GrpcBadInputTest {
     RouteRequest.Builder manyAllowed = select();
     IntStream.range(0, 1025).forEach(i -> manyAllowed.addAllowedWorkers("w" + i));
     rejects(() -> router.router.select(manyAllowed.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");
+    RouteRequest.Builder manyExcluded = select();
+    IntStream.range(0, 1025).forEach(i -> manyExcluded.addExcludedWorkers("w" + i));
+    rejects(() -> router.router.select(manyExcluded.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");
     SetPolicyRequest.Builder manyParameters = SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("kv");
     IntStream.range(0, 33).forEach(i -> manyParameters.putParameters("p" + i, "1"));
     rejects(() -> router.admin.setPolicy(manyParameters.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");

@@ -23,6 +23,7 @@ class RemotingTlsTest {
     return Main.init(ConfigFactory.parseString("""
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
+        kvrouter.front.port = 0
         kvrouter.cluster.seed-nodes = "%s"
         kvrouter.cluster.failure-detection.profile = loopback
         pekko.remote.artery.canonical.port = 0

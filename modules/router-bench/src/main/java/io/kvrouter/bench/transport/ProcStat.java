@@ -6,10 +6,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /** A process's CPU time (utime + stime) in clock ticks, from {@code /proc/<pid>/stat}. */
-final class ProcStat {
+public final class ProcStat {
   private ProcStat() {}
 
-  static long cpuTicks(long pid) {
+  public static long cpuTicks(long pid) {
     try {
       String stat = new String(Files.readAllBytes(Path.of("/proc", Long.toString(pid), "stat")),
           StandardCharsets.US_ASCII);
@@ -27,7 +27,7 @@ final class ProcStat {
    * {@code /proc/<pid>/task}): the part of a window's server CPU spent compiling rather than serving; 0 when the
    * tasks cannot be read.
    */
-  static long compilerTicks(long pid) {
+  public static long compilerTicks(long pid) {
     Path tasks = Path.of("/proc", Long.toString(pid), "task");
     long total = 0;
     try (java.util.stream.Stream<Path> threads = Files.list(tasks)) {
@@ -50,7 +50,7 @@ final class ProcStat {
   }
 
   /** Busy CPU ticks of the whole machine (all CPUs: user, nice, system, irq, softirq, steal) from /proc/stat. */
-  static long machineBusyTicks() {
+  public static long machineBusyTicks() {
     try {
       String first = Files.readAllLines(Path.of("/proc/stat")).get(0);
       String[] f = first.trim().split("\\s+");
@@ -63,7 +63,7 @@ final class ProcStat {
   }
 
   /** {@code getconf CLK_TCK}; 100 on Linux when getconf is missing. */
-  static long clockTicksPerSecond() {
+  public static long clockTicksPerSecond() {
     try {
       Process process = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
       String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).trim();

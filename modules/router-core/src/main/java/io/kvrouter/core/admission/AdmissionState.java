@@ -374,9 +374,7 @@ public final class AdmissionState implements ReplicationSender.Source {
           + "' is recovering its admission state: no worker it may book has reported load since; retry shortly")
           .toException();
     }
-    return new SelectionRequest(request.model(), request.requestId(), request.blockHashes(), request.islTokens(),
-        request.expectedOutputTokens(), pinned, request.pinnedDpRank(), allowed, request.priority(),
-        request.temperature(), request.overlapCredit(), request.prefillLoadScale());
+    return request.withAllowedWorkers(allowed);
   }
 
   /**

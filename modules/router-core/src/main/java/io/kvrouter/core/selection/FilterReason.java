@@ -6,6 +6,8 @@ public enum FilterReason {
   PINNED,
   /** The request's allowed workers do not include the rank's worker (also: not reported yet while recovering). */
   NOT_ALLOWED,
+  /** The request excludes the rank's worker (e.g. a front's retry after that worker failed it). */
+  EXCLUDED,
   /** The rank reported load once and then stayed silent longer than the heartbeat timeout. */
   UNAVAILABLE,
   /** The rank is above one of the policy's busy thresholds. */

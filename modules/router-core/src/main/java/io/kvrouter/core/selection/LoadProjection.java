@@ -19,7 +19,8 @@ public final class LoadProjection {
 
   /**
    * Projects every eligible rank's load into {@code out} and applies the rejection rules in Dynamo's order: pinned
-   * not allowed → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else no endpoints.
+   * not allowed (or excluded) → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else no
+   * endpoints.
    *
    * @throws RoutingException when no candidate remains
    */
@@ -32,10 +33,12 @@ public final class LoadProjection {
       LongSupplier clock) {
     String pinned = request.pinnedWorker();
     Set<String> allowed = request.allowedWorkers();
+    Set<String> excluded = request.excludedWorkers();
     if (pinned != null) {
-      if (!allowed.isEmpty() && !allowed.contains(pinned)) {
+      if ((!allowed.isEmpty() && !allowed.contains(pinned)) || excluded.contains(pinned)) {
         throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_NOT_ALLOWED,
-            "pinned worker '" + RoutingError.echo(pinned) + "' is not in allowed_workers").toException();
+            "pinned worker '" + RoutingError.echo(pinned) + "' is not in allowed_workers or is excluded")
+            .toException();
       }
       WorkerConfig worker = view.worker(pinned);
       if (worker == null) {
@@ -53,7 +56,7 @@ public final class LoadProjection {
     out.reset(ranks);
     int eligibleIgnoringOverload = 0;
     // the common request names no worker: test the filters per rank only when it does
-    boolean filtered = pinned != null || !allowed.isEmpty();
+    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty();
     boolean thresholds = hasThresholds(policy);
     long nowMillis = NOT_READ;
     for (int i = 0; i < ranks; i++) {
@@ -66,6 +69,10 @@ public final class LoadProjection {
         }
         if (!allowed.isEmpty() && !allowed.contains(rank.workerId())) {
           out.filter(i, FilterReason.NOT_ALLOWED);
+          continue;
+        }
+        if (!excluded.isEmpty() && excluded.contains(rank.workerId())) {
+          out.filter(i, FilterReason.EXCLUDED);
           continue;
         }
       }

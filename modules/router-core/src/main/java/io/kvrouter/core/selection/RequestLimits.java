@@ -96,6 +96,7 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     }
     requireLength("pinned_worker", request.pinnedWorker(), MAX_ID_LENGTH);
     requireAllowedWorkers(request.allowedWorkers());
+    requireExcludedWorkers(request.excludedWorkers());
     checkOverride("temperature", request.temperature());
     checkOverride("overlap_credit", request.overlapCredit());
     checkOverride("prefill_load_scale", request.prefillLoadScale());
@@ -112,6 +113,14 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     requireCount("allowed_workers", allowed.size(), maxAllowedWorkers);
     for (String worker : allowed) {
       requireLength("allowed_workers entry", worker, MAX_ID_LENGTH);
+    }
+  }
+
+  /** excluded_workers: as many entries as allowed_workers may have, each as long. */
+  public void requireExcludedWorkers(Collection<String> excluded) {
+    requireCount("excluded_workers", excluded.size(), maxAllowedWorkers);
+    for (String worker : excluded) {
+      requireLength("excluded_workers entry", worker, MAX_ID_LENGTH);
     }
   }
 

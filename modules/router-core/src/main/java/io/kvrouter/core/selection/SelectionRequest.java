@@ -5,6 +5,10 @@ import java.util.Set;
 /**
  * What one selection needs, already reduced at the edge: prompts travel as sequence hashes of full blocks (never as
  * tokens) so the record stays small enough for an actor message. Null overrides fall back to the model's policy.
+ *
+ * <p>{@code allowedWorkers} (when non-empty) names the only candidates; {@code excludedWorkers} names workers that
+ * are never candidates, e.g. those a front already tried for this request (a retry books again without them).
+ * Exclusion is applied after the allow list, so a worker in both is excluded.
  */
 public record SelectionRequest(
     String model,
@@ -15,6 +19,7 @@ public record SelectionRequest(
     String pinnedWorker,
     Integer pinnedDpRank,
     Set<String> allowedWorkers,
+    Set<String> excludedWorkers,
     int priority,
     Double temperature,
     Double overlapCredit,
@@ -26,5 +31,32 @@ public record SelectionRequest(
     blockHashes = blockHashes == null ? NO_HASHES : blockHashes;
     pinnedWorker = pinnedWorker == null || pinnedWorker.isEmpty() ? null : pinnedWorker;
     allowedWorkers = allowedWorkers == null ? Set.of() : allowedWorkers;
+    excludedWorkers = excludedWorkers == null ? Set.of() : excludedWorkers;
+  }
+
+  /** A request that excludes no worker. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens,
+      int expectedOutputTokens, String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, int priority,
+      Double temperature, Double overlapCredit, Double prefillLoadScale) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        Set.of(), priority, temperature, overlapCredit, prefillLoadScale);
+  }
+
+  /** This request under another request id (a retry books under a new one). */
+  public SelectionRequest withRequestId(String id) {
+    return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
+        allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale);
+  }
+
+  /** This request with {@code excluded} as its excluded workers. */
+  public SelectionRequest withExcludedWorkers(Set<String> excluded) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale);
+  }
+
+  /** This request with {@code allowed} as its allowed workers. */
+  public SelectionRequest withAllowedWorkers(Set<String> allowed) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale);
   }
 }

@@ -100,6 +100,38 @@ class SelectorTest {
     }
   }
 
+  @Test
+  void excludedWorkersAreNeverCandidatesAndAnExcludedPinIsNotAllowed() {
+    AdmissionState state = state("random");
+    SelectionRequest withoutB = Requests.of("m", "", 8).withExcludedWorkers(Set.of("b"));
+    for (int i = 0; i < 50; i++) {
+      assertThat(Selections.select(state, clock, withoutB).rank().workerId()).isEqualTo("a");
+    }
+    // exclusion wins over the allow list
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.allowed(Requests.of("m", "", 8), Set.of("b"))
+        .withExcludedWorkers(Set.of("b")))).reason()).isEqualTo(RoutingError.NO_ENDPOINTS);
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.pinned(Requests.of("m", "", 8), "b", null)
+        .withExcludedWorkers(Set.of("b")))))
+        .extracting(RoutingError::code, RoutingError::reason)
+        .containsExactly(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_NOT_ALLOWED);
+    assertThat(rejection(() -> Selections.select(state, clock, Requests.of("m", "", 8)
+        .withExcludedWorkers(Set.of("a", "b")))).reason()).isEqualTo(RoutingError.NO_ENDPOINTS);
+  }
+
+  @Test
+  void aBookExcludingAWorkerBooksAnotherAndTheDecisionSaysWhy() {
+    AdmissionState state = state("least_in_flight");
+    Candidates scratch = new Candidates();
+    SelectionRequest request = Requests.of("m", "r1", 8).withExcludedWorkers(Set.of("a"));
+    Selector.select(state.view(), request, scratch, clock.millis());
+    assertThat(scratch.filteredCount()).isEqualTo(1);
+    assertThat(scratch.filteredReason(0)).isEqualTo(FilterReason.EXCLUDED);
+    var outcome = state.book(request, 1L, clock.millis() + 1_000);
+    assertThat(outcome).isInstanceOf(io.kvrouter.core.admission.BookOutcome.Booked.class);
+    assertThat(((io.kvrouter.core.admission.BookOutcome.Booked) outcome).answer().selection().rank().workerId())
+        .isEqualTo("b");
+  }
+
   /**
    * Wiring only: two pickers restored from one state pick the same ranks from one view, for every policy (the
    * selection reads nothing but the view, the request and the picker). Actor/inline parity is checked in

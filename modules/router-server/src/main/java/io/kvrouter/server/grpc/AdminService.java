@@ -25,11 +25,18 @@ public final class AdminService implements AdminPowerApi {
   private final RouterCluster cluster;
   private final ProtoMapping mapping;
   private final RouterMetrics metrics;
+  private final ModelStates.Breakers breakers;
 
   public AdminService(RouterCluster cluster, ProtoMapping mapping, RouterMetrics metrics) {
+    this(cluster, mapping, metrics, ModelStates.Breakers.NONE);
+  }
+
+  public AdminService(RouterCluster cluster, ProtoMapping mapping, RouterMetrics metrics,
+      ModelStates.Breakers breakers) {
     this.cluster = cluster;
     this.mapping = mapping;
     this.metrics = metrics;
+    this.breakers = breakers;
   }
 
   @Override
@@ -46,7 +53,7 @@ public final class AdminService implements AdminPowerApi {
   @Override
   public CompletionStage<ModelState> getModelState(ModelStateRequest in, Metadata metadata) {
     return Calls.counted(metrics, "GetModelState",
-        () -> ModelStates.read(cluster, in.getModel(), Deadlines.remaining(metadata)));
+        () -> ModelStates.read(cluster, breakers, in.getModel(), Deadlines.remaining(metadata)));
   }
 
   @Override

@@ -21,11 +21,11 @@ import io.kvrouter.core.replication.Staleness;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.hashing.BlockHasher;
 import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionRequests;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.cluster.regions.Regions;
@@ -33,21 +33,21 @@ import io.kvrouter.core.regions.PoolSummary;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Set;
 
 /** Proto ↔ domain mapping, with the request-shape validation that belongs at the edge. */
 public final class ProtoMapping {
   private final RequestLimits limits;
+  private final SelectionRequests requests;
 
   public ProtoMapping(RequestLimits limits) {
     this.limits = limits;
+    this.requests = new SelectionRequests(limits);
   }
 
   /**
-   * A validated domain request. The prompt length is the token count when token ids are sent, else isl_tokens (then
-   * required); sending both token ids and block hashes is malformed. The prompt is reduced to the sequence hashes of
-   * its full blocks here, at the edge, with the model's block size from {@code view} (null: the model is unknown and
-   * the selection will say so). The caller has checked the model name: it looked the model up by it.
+   * A validated domain request, through router-core's {@link SelectionRequests} (the one mapping every transport
+   * shares): the prompt is reduced to the sequence hashes of its full blocks with the model's block size from
+   * {@code view} (null: the model is unknown and the selection will say so).
    */
   public SelectionRequest toSelectionRequest(RouteRequest in, boolean forBook, SelectionView view) {
     return toSelectionRequest(in, forBook, view == null ? 0 : view.blockSize());
@@ -58,70 +58,36 @@ public final class ProtoMapping {
     if (in.getScope() == Scope.UNRECOGNIZED) {
       throw unknownEnumValue("scope", in.getScopeValue());
     }
-    limits.requireHashInputs(in.getLoraName(), in.getCacheSalt());
-    limits.requireAllowedWorkers(in.getAllowedWorkersList());
     int tokenCount = in.getTokenIdsCount();
-    if (tokenCount > 0 && in.getBlockHashesCount() > 0) {
-      throw RoutingError.invalid(RoutingError.MALFORMED, "send token_ids or block_hashes, not both").toException();
+    int[] tokens = null;
+    if (tokenCount > 0 && tokenCount <= requests.limits().maxTokens()) {
+      tokens = TOKENS.get();
+      if (tokens.length < tokenCount) {
+        tokens = new int[Math.max(tokenCount, tokens.length * 2)];
+        TOKENS.set(tokens);
+      }
+      for (int i = 0; i < tokenCount; i++) {
+        tokens[i] = in.getTokenIds(i);
+      }
     }
-    if (tokenCount > 0 && in.getIslTokens() != 0 && in.getIslTokens() != tokenCount) {
-      throw RoutingError.invalid(RoutingError.MALFORMED, "isl_tokens " + Integer.toUnsignedString(in.getIslTokens())
-          + " disagrees with the " + tokenCount + " token_ids sent").toException();
+    int hashCount = in.getBlockHashesCount();
+    long[] hashes = null;
+    if (hashCount > 0) {
+      hashes = new long[hashCount];
+      for (int i = 0; i < hashCount; i++) {
+        hashes[i] = in.getBlockHashes(i);
+      }
     }
-    int isl = tokenCount > 0 ? tokenCount : in.getIslTokens();
-    if (isl < 0) { // a uint32 above 2^31
-      isl = Integer.MAX_VALUE;
-    }
-    long[] hashes = blockSize <= 0 ? null : sequenceHashes(in, isl, blockSize);
-    SelectionRequest request = new SelectionRequest(
-        in.getModel(),
-        in.getRequestId(),
-        hashes,
-        isl,
-        in.getExpectedOutputTokens() < 0 ? Integer.MAX_VALUE : in.getExpectedOutputTokens(),
-        in.getPinnedWorker(),
-        in.hasPinnedDpRank() ? in.getPinnedDpRank() : null,
-        in.getAllowedWorkersCount() == 0 ? Set.of() : Set.copyOf(in.getAllowedWorkersList()),
-        in.getPriority(),
+    return requests.toSelectionRequest(new SelectionRequests.Fields(in.getModel(), in.getRequestId(), tokens,
+        tokenCount, hashes, hashCount, in.getIslTokens(), in.getExpectedOutputTokens(), in.getLoraName(),
+        in.getCacheSalt(), in.getPinnedWorker(), in.hasPinnedDpRank() ? in.getPinnedDpRank() : null,
+        in.getAllowedWorkersList(), in.getExcludedWorkersList(), in.getPriority(),
         in.getOverrides().hasTemperature() ? in.getOverrides().getTemperature() : null,
         in.getOverrides().hasOverlapCredit() ? in.getOverrides().getOverlapCredit() : null,
-        in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null);
-    limits.validate(request, forBook);
-    return request;
+        in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null), forBook, blockSize);
   }
 
   private static final ThreadLocal<int[]> TOKENS = ThreadLocal.withInitial(() -> new int[4096]);
-
-  /** The request's sequence hashes: hashed from its tokens, or chained from the local block hashes it sent. */
-  private long[] sequenceHashes(RouteRequest in, int isl, int blockSize) {
-    long seed = BlockHasher.seed(in.getCacheSalt(), in.getLoraName());
-    int localCount = in.getBlockHashesCount();
-    if (localCount > 0) {
-      if (localCount > isl / blockSize) {
-        throw RoutingError.invalid(RoutingError.MALFORMED, localCount + " block_hashes for " + isl
-            + " tokens: at most " + isl / blockSize + " full blocks of " + blockSize).toException();
-      }
-      long[] hashes = new long[localCount];
-      for (int i = 0; i < localCount; i++) {
-        hashes[i] = in.getBlockHashes(i);
-      }
-      BlockHasher.chainInPlace(hashes, localCount, seed);
-      return hashes;
-    }
-    int count = in.getTokenIdsCount();
-    if (count == 0 || count > limits.maxTokens()) {
-      return null; // validation rejects an oversized prompt; don't hash it first
-    }
-    int[] tokens = TOKENS.get();
-    if (tokens.length < count) {
-      tokens = new int[Math.max(count, tokens.length * 2)];
-      TOKENS.set(tokens);
-    }
-    for (int i = 0; i < count; i++) {
-      tokens[i] = in.getTokenIds(i);
-    }
-    return BlockHasher.sequenceHashes(tokens, count, blockSize, seed);
-  }
 
   public static Selection toProto(SelectionResult result) {
     return toProto(result, "");

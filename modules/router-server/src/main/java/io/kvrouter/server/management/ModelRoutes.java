@@ -76,8 +76,8 @@ public final class ModelRoutes implements ManagementRouteProvider {
   }
 
   private Route modelState(RouterCluster cluster, Optional<String> model) {
-    return answer(ModelStates.read(cluster, model.orElse(""), READ_TIMEOUT),
-        json -> EngineStates.withEngines(json, Adapter.toTyped(system), model.orElse("")));
+    return answer(ModelStates.read(cluster, ModelStates.Breakers.of(Adapter.toTyped(system)), model.orElse(""),
+        READ_TIMEOUT), json -> EngineStates.withEngines(json, Adapter.toTyped(system), model.orElse("")));
   }
 
   /** The model's last decisions ({@link Explanations}); a limit that is not a number from 0 up: 400. */

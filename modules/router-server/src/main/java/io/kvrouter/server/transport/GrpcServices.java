@@ -7,6 +7,7 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.server.grpc.AdminService;
 import io.kvrouter.server.grpc.HealthService;
+import io.kvrouter.server.grpc.ModelStates;
 import io.kvrouter.server.grpc.ProtoMapping;
 import io.kvrouter.server.grpc.RouterService;
 import io.kvrouter.server.grpc.WorkersService;
@@ -20,8 +21,15 @@ public record GrpcServices(RouterService router, WorkersService workers, AdminSe
 
   public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving,
       RouterMetrics metrics) {
+    return create(cluster, limits, serving, metrics, ModelStates.Breakers.NONE);
+  }
+
+  /** As above, GetModelState showing {@code breakers} (the node's front's). */
+  public static GrpcServices create(RouterCluster cluster, RequestLimits limits, BooleanSupplier serving,
+      RouterMetrics metrics, ModelStates.Breakers breakers) {
     ProtoMapping mapping = new ProtoMapping(limits);
     return new GrpcServices(new RouterService(cluster, mapping, metrics), new WorkersService(cluster, mapping, metrics),
-        new AdminService(cluster, mapping, metrics), new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving), metrics);
+        new AdminService(cluster, mapping, metrics, breakers),
+        new HealthService(Set.of(Router.name, Workers.name, Admin.name), serving), metrics);
   }
 }

@@ -1,0 +1,591 @@
+package io.kvrouter.bench;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.kvrouter.api.v1.WorkerRegistration;
+import io.kvrouter.api.v1.WorkersGrpc;
+import io.kvrouter.bench.transport.ProcStat;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code bench front}: what an OpenAI-compatible proxy adds to a streamed completion, side by side in one run against
+ * the same simulated engines (router-sim's, as processes): a direct connection to the engines (round robin in the
+ * driver), kvrouter's front with tokenizing on (the models file names the engines' tokenizer) and in approximate mode
+ * (no models file), SGLang's gateway ({@code smg}, cache_aware: an approximate string tree over HTTP workers) and
+ * vllm-router (its fork, cache_aware), the last two from the project's Python environment. Every target runs as its
+ * own process for the whole run; the driver (this JVM, the JDK's HTTP client) sends an open-loop stream of streamed
+ * text completions at a fixed rate to one target at a time, in alternating windows, and measures time to the first
+ * token and between tokens as a client sees them; CPU per request is the target's process tree's CPU time over the
+ * window divided by the requests it answered.
+ */
+@Command(name = "front", mixinStandardHelpOptions = true, description = "The HTTP front against a direct connection, "
+    + "SGLang's gateway (smg) and vllm-router as proxies to the same simulated engines: added TTFT and inter-token "
+    + "latency, CPU per request (writes results/front.md).")
+public final class FrontBench implements Callable<Integer> {
+  private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  private static final String MODEL = "org/llama-8b";
+
+  @Option(names = "--rate", defaultValue = "200", description = "streamed requests per second (open loop)")
+  int rate;
+  @Option(names = "--measure-s", defaultValue = "15", description = "measured seconds per target per round")
+  int measureSeconds;
+  @Option(names = "--warmup-s", defaultValue = "10", description = "unmeasured seconds per target first")
+  int warmupSeconds;
+  @Option(names = "--rounds", defaultValue = "2")
+  int rounds;
+  @Option(names = "--engines", defaultValue = "2")
+  int engines;
+  @Option(names = "--time-scale", defaultValue = "100", description = "the engines' simulated time speed-up")
+  double timeScale;
+  @Option(names = "--max-tokens", defaultValue = "16")
+  int maxTokens;
+  @Option(names = "--prompt-chars", defaultValue = "4000", description = "characters of each prompt's shared prefix")
+  int promptChars;
+  @Option(names = "--targets", split = ",", defaultValue = "direct,kvrouter-tokens,kvrouter-approximate,smg,vllm-router",
+      description = "which targets, in order; url=http://HOST:PORT also loads a proxy started by hand")
+  List<String> targets;
+  @Option(names = "--out", description = "results directory (default: modules/router-bench/results)")
+  Path out;
+  @Option(names = "--file", defaultValue = "front.md", description = "the results file's name")
+  String fileName;
+  @Option(names = "--quick", description = "tiny sizes: checks that everything runs, not a measurement")
+  boolean quick;
+
+  private final List<Process> started = new ArrayList<>();
+  private Path root;
+  private Path logs;
+
+  /** A proxy (or the direct path) under measurement. */
+  private record Target(String name, List<URI> urls, Process process, String how) {}
+
+  /** One measured window of one target. */
+  private record Window(String target, int sent, int ok, int failed, long[] ttftMicros, long[] itlMicros,
+      double cpuMicrosPerRequest, double jitMicrosPerRequest, double driverCpuMicrosPerRequest,
+      double machineBusyCores) {}
+
+  @Override
+  public Integer call() throws Exception {
+    if (quick) {
+      rate = Math.min(rate, 20);
+      measureSeconds = 2;
+      warmupSeconds = 2;
+      rounds = 1;
+    }
+    root = repositoryRoot();
+    logs = root.resolve("modules/router-bench/target/front-bench/"
+        + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
+    Files.createDirectories(logs);
+    // Ctrl-C or SIGTERM: the finally block below does not run, the hook does
+    Thread stopper = new Thread(this::stopAll, "front-bench-stop");
+    Runtime.getRuntime().addShutdownHook(stopper);
+    try {
+      List<String> engineUrls = startEngines();
+      List<Target> running = new ArrayList<>();
+      List<String> skipped = new ArrayList<>();
+      for (String name : targets) {
+        try {
+          running.add(start(name, engineUrls));
+        } catch (Exception e) {
+          skipped.add(name + ": " + e.getMessage());
+          Progress.line("front", "%s cannot run here: %s", name, e.getMessage());
+        }
+      }
+      HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+          .connectTimeout(Duration.ofSeconds(5)).executor(Executors.newFixedThreadPool(4, daemon())).build();
+      for (Target target : running) {
+        Progress.line("front", "warm-up %s (%d s)", target.name(), warmupSeconds);
+        window(client, target, warmupSeconds);
+      }
+      Map<String, List<Window>> results = new LinkedHashMap<>();
+      for (int round = 0; round < rounds; round++) {
+        List<Target> order = new ArrayList<>(running);
+        if (round % 2 == 1) {
+          java.util.Collections.reverse(order);
+        }
+        for (Target target : order) {
+          Window w = window(client, target, measureSeconds);
+          results.computeIfAbsent(target.name(), k -> new ArrayList<>()).add(w);
+          Progress.line("front", "round %d %s: %d ok, %d failed, TTFT p50 %d µs p99 %d µs, CPU %.0f µs/request",
+              round + 1, target.name(), w.ok(), w.failed(), pct(w.ttftMicros(), 50), pct(w.ttftMicros(), 99),
+              w.cpuMicrosPerRequest());
+        }
+      }
+      Path file = report(running, results, skipped);
+      Progress.line("front", "wrote %s", file);
+      return 0;
+    } finally {
+      stopAll();
+      Runtime.getRuntime().removeShutdownHook(stopper);
+    }
+  }
+
+  /** Stops every process this run started, and their children. */
+  private synchronized void stopAll() {
+    for (Process process : started) {
+      process.descendants().forEach(ProcessHandle::destroy);
+      process.destroy();
+    }
+    for (Process process : started) {
+      try {
+        if (!process.waitFor(20, TimeUnit.SECONDS)) {
+          process.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+    }
+    started.clear();
+  }
+
+  // ---------------------------------------------------------------- processes
+
+  private static Path repositoryRoot() {
+    Path dir = Path.of("").toAbsolutePath();
+    while (dir != null && !Files.exists(dir.resolve("bin/kvrouter"))) {
+      dir = dir.getParent();
+    }
+    if (dir == null) {
+      throw new IllegalStateException("run from inside the repository (bin/kvrouter not found)");
+    }
+    return dir;
+  }
+
+  private Process launch(String name, List<String> command, Map<String, String> env) throws IOException {
+    ProcessBuilder builder = new ProcessBuilder(command).directory(root.toFile())
+        .redirectErrorStream(true).redirectOutput(logs.resolve(name + ".log").toFile());
+    builder.environment().putAll(env);
+    Process process = builder.start();
+    started.add(process);
+    return process;
+  }
+
+  private List<String> startEngines() throws Exception {
+    Path file = logs.resolve("engines.yaml");
+    launch("engines", List.of(root.resolve("modules/router-sim/bin/sim").toString(), "engines", "--count",
+        Integer.toString(engines), "--base-port", "0", "--time-scale", Double.toString(timeScale), "--kv-blocks",
+        "20000", "--model", MODEL, "--engines-file", file.toString()), Map.of());
+    awaitCondition("the engines file", Duration.ofSeconds(240), () -> Files.exists(file));
+    List<String> urls = new ArrayList<>();
+    Map<?, ?> parsed = YAML.readValue(file.toFile(), Map.class);
+    for (Object entry : (List<?>) parsed.get("engines")) {
+      urls.add((String) ((Map<?, ?>) entry).get("base_url"));
+    }
+    Progress.line("front", "%d engines: %s", urls.size(), urls);
+    return urls;
+  }
+
+  private Target start(String name, List<String> engineUrls) throws Exception {
+    return switch (name) {
+      case "direct" -> new Target(name, engineUrls.stream().map(u -> URI.create(u + "/v1/completions")).toList(),
+          null, "the driver round-robins over the engines");
+      case "kvrouter-tokens" -> kvrouter(name, engineUrls, true);
+      case "kvrouter-approximate" -> kvrouter(name, engineUrls, false);
+      case "smg" -> peer(name, "smg", List.of("launch"), engineUrls);
+      case "vllm-router" -> peer(name, "vllm-router", List.of(), engineUrls);
+      default -> {
+        if (name.startsWith("url=")) { // a proxy started by hand (to profile it): its CPU is not measured
+          URI url = URI.create(name.substring(4) + "/v1/completions");
+          probe(name, url);
+          yield new Target(name, List.of(url), null, "a proxy started by hand at " + name.substring(4));
+        }
+        throw new IllegalArgumentException("unknown target " + name);
+      }
+    };
+  }
+
+  private Target kvrouter(String name, List<String> engineUrls, boolean tokens) throws Exception {
+    int grpc = freePort();
+    int http = freePort();
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("KVROUTER_GRPC_PORT", Integer.toString(grpc));
+    env.put("KVROUTER_MANAGEMENT_PORT", Integer.toString(freePort()));
+    env.put("KVROUTER_REMOTE_PORT", Integer.toString(freePort()));
+    env.put("KVROUTER_HTTP_PORT", Integer.toString(http));
+    env.put("KVROUTER_LOG_LEVEL", "WARN");
+    env.put("KVROUTER_JAVA_OPTS", "-Xms512m -Xmx1g");
+    String how = "bin/kvrouter, kv policy, approximate index from its own Books (no KV events)";
+    if (tokens) {
+      Path models = logs.resolve("models.yaml");
+      Files.writeString(models, "models:\n  - name: " + MODEL + "\n    tokenizer: "
+          + root.resolve("models/kvrouter-tiny") + "\n");
+      env.put("KVROUTER_MODELS", models.toString());
+      how += "; KVROUTER_MODELS names the engines' tokenizer (prompts tokenized to route)";
+    } else {
+      how += "; no models file (approximate mode: 64-byte text chunks hashed)";
+    }
+    Process process = launch(name, List.of(root.resolve("bin/kvrouter").toString()), env);
+    awaitCondition(name + " up", Duration.ofSeconds(240), () -> Files.readString(logs.resolve(name + ".log"))
+        .contains("kvrouter is up"));
+    ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", grpc).usePlaintext().build();
+    try {
+      WorkersGrpc.WorkersBlockingStub workers = WorkersGrpc.newBlockingStub(channel);
+      for (int i = 0; i < engineUrls.size(); i++) {
+        workers.withDeadlineAfter(10, TimeUnit.SECONDS).register(WorkerRegistration.newBuilder().setModel(MODEL)
+            .setWorkerId("sim-" + i).setDpSize(1).setMaxNumBatchedTokens(8192).setTotalKvBlocks(20000)
+            .setBlockSize(16).setEndpoint(engineUrls.get(i)).build());
+      }
+    } finally {
+      channel.shutdownNow();
+    }
+    URI url = URI.create("http://127.0.0.1:" + http + "/v1/completions");
+    probe(name, url);
+    return new Target(name, List.of(url), process, how);
+  }
+
+  private Target peer(String name, String executable, List<String> sub, List<String> engineUrls) throws Exception {
+    Path bin = root.resolve(".venv/bin/" + executable);
+    if (!Files.isExecutable(bin)) {
+      throw new IllegalStateException(bin + " is missing: install requirements-bench.txt into the project's .venv "
+          + "(.venv/bin/pip install -r requirements-bench.txt)");
+    }
+    int port = freePort();
+    List<String> command = new ArrayList<>(List.of(bin.toString()));
+    command.addAll(sub);
+    command.addAll(List.of("--host", "127.0.0.1", "--port", Integer.toString(port), "--prometheus-host", "127.0.0.1",
+        "--prometheus-port", Integer.toString(freePort()), "--policy", "cache_aware", "--log-level",
+        executable.equals("smg") ? "warn" : "warning", "--worker-urls"));
+    command.addAll(engineUrls);
+    Process process = launch(name, command, Map.of());
+    URI url = URI.create("http://127.0.0.1:" + port + "/v1/completions");
+    awaitCondition(name + " serving", Duration.ofSeconds(120), () -> {
+      if (!process.isAlive()) {
+        throw new IllegalStateException(name + " exited: " + Files.readString(logs.resolve(name + ".log")));
+      }
+      try {
+        probe(name, url);
+        return true;
+      } catch (IOException | IllegalStateException e) {
+        return false;
+      }
+    });
+    return new Target(name, List.of(url), process, executable + " " + String.join(" ", sub)
+        + " --policy cache_aware --worker-urls <engines> (.venv, requirements-bench.txt)");
+  }
+
+  private void probe(String name, URI url) throws IOException {
+    HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    try {
+      HttpResponse<String> response = client.send(HttpRequest.newBuilder(url).header("content-type",
+          "application/json").POST(HttpRequest.BodyPublishers.ofString(body(0))).timeout(Duration.ofSeconds(30))
+          .build(), HttpResponse.BodyHandlers.ofString());
+      if (response.statusCode() != 200 || !response.body().contains("[DONE]")) {
+        throw new IllegalStateException(name + " answered " + response.statusCode() + ": "
+            + response.body().substring(0, Math.min(300, response.body().length())));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException(e);
+    }
+  }
+
+  private interface Check {
+    boolean ok() throws Exception;
+  }
+
+  private static void awaitCondition(String what, Duration timeout, Check check) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!check.ok()) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("timed out waiting for " + what);
+      }
+      Thread.sleep(200);
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  // ---------------------------------------------------------------- the load
+
+  /** Eight shared prefixes of {@code promptChars} characters (READMEs' text) and a unique question each. */
+  private String body(int i) {
+    String corpus = Prompts.CORPUS.get();
+    int prefixes = 8;
+    int offset = (i % prefixes) * Math.max(1, (corpus.length() - promptChars) / prefixes);
+    String prefix = corpus.substring(offset, Math.min(corpus.length(), offset + promptChars));
+    String prompt = prefix + "\n\nQuestion " + i + ": what does the text above say about routing?";
+    return "{\"model\":\"" + MODEL + "\",\"prompt\":" + quote(prompt) + ",\"max_tokens\":" + maxTokens
+        + ",\"ignore_eos\":true,\"stream\":true}";
+  }
+
+  private static String quote(String s) {
+    try {
+      return new ObjectMapper().writeValueAsString(s);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static final class Prompts {
+    static final java.util.function.Supplier<String> CORPUS = new java.util.function.Supplier<>() {
+      private volatile String text;
+
+      @Override
+      public String get() {
+        if (text == null) {
+          StringBuilder all = new StringBuilder();
+          try (var files = Files.walk(repositoryRoot().resolve("modules"), 2)) {
+            for (Path readme : files.filter(p -> p.getFileName().toString().equals("README.md")).sorted().toList()) {
+              all.append(Files.readString(readme)).append('\n');
+            }
+          } catch (IOException e) {
+            throw new IllegalStateException(e);
+          }
+          text = all.toString();
+        }
+        return text;
+      }
+    };
+  }
+
+  /** Records when a streamed answer's chunks arrive and how many SSE events they hold. */
+  private static final class Timing implements Flow.Subscriber<List<ByteBuffer>> {
+    final long sentNanos;
+    volatile long firstNanos;
+    volatile long lastNanos;
+    volatile int events;
+    final CompletableFuture<Void> done = new CompletableFuture<>();
+
+    Timing(long sentNanos) {
+      this.sentNanos = sentNanos;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription subscription) {
+      subscription.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void onNext(List<ByteBuffer> buffers) {
+      long now = System.nanoTime();
+      int found = 0;
+      for (ByteBuffer buffer : buffers) {
+        byte[] bytes = new byte[buffer.remaining()];
+        buffer.get(bytes);
+        String text = new String(bytes, StandardCharsets.UTF_8);
+        int at = 0;
+        while ((at = text.indexOf("data: {", at)) >= 0) {
+          found++;
+          at += 7;
+        }
+      }
+      if (found > 0) {
+        if (firstNanos == 0) {
+          firstNanos = now;
+        }
+        lastNanos = now;
+        events += found;
+      }
+    }
+
+    @Override
+    public void onError(Throwable throwable) {
+      done.completeExceptionally(throwable);
+    }
+
+    @Override
+    public void onComplete() {
+      done.complete(null);
+    }
+  }
+
+  private Window window(HttpClient client, Target target, int seconds) throws Exception {
+    ConcurrentLinkedQueue<long[]> samples = new ConcurrentLinkedQueue<>();
+    AtomicInteger ok = new AtomicInteger();
+    AtomicInteger failed = new AtomicInteger();
+    AtomicInteger inFlight = new AtomicInteger();
+    int total = rate * seconds;
+    long period = TimeUnit.SECONDS.toNanos(1) / rate;
+    long[] cpuBefore = cpu(target);
+    long jitBefore = target.process() == null ? 0 : ProcStat.compilerTicks(target.process().pid());
+    long driverBefore = ProcStat.cpuTicks(ProcessHandle.current().pid());
+    long machineBefore = ProcStat.machineBusyTicks();
+    long startNanos = System.nanoTime();
+    List<CompletableFuture<?>> futures = new ArrayList<>(total);
+    for (int i = 0; i < total; i++) {
+      long due = startNanos + i * period;
+      long wait = due - System.nanoTime();
+      if (wait > 0) {
+        LockSupport.parkNanos(wait);
+      }
+      if (inFlight.get() >= 2048) { // bounded: a target that stops answering is not fed forever
+        failed.incrementAndGet();
+        continue;
+      }
+      URI url = target.urls().get(i % target.urls().size());
+      Timing timing = new Timing(System.nanoTime());
+      inFlight.incrementAndGet();
+      CompletableFuture<?> request = client.sendAsync(HttpRequest.newBuilder(url).header("content-type",
+                  "application/json").timeout(Duration.ofSeconds(60))
+              .POST(HttpRequest.BodyPublishers.ofString(body(i))).build(),
+          HttpResponse.BodyHandlers.fromSubscriber(timing))
+          .thenCompose(response -> response.statusCode() == 200 ? timing.done
+              : CompletableFuture.failedFuture(new IllegalStateException("HTTP " + response.statusCode())))
+          .whenComplete((v, failure) -> {
+            inFlight.decrementAndGet();
+            if (failure != null || timing.firstNanos == 0) {
+              failed.incrementAndGet();
+            } else {
+              ok.incrementAndGet();
+              long ttft = (timing.firstNanos - timing.sentNanos) / 1_000;
+              long itl = timing.events > 1 ? (timing.lastNanos - timing.firstNanos) / 1_000 / (timing.events - 1)
+                  : -1;
+              samples.add(new long[] {ttft, itl});
+            }
+          });
+      futures.add(request);
+    }
+    try {
+      CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
+    } catch (Exception ignored) {
+      // counted as failed by each request
+    }
+    long elapsedNanos = System.nanoTime() - startNanos;
+    long[] cpuAfter = cpu(target);
+    long jitAfter = target.process() == null ? 0 : ProcStat.compilerTicks(target.process().pid());
+    long ticks = ProcStat.clockTicksPerSecond();
+    double cpuMicros = 0;
+    for (int i = 0; i < cpuAfter.length; i++) {
+      cpuMicros += (cpuAfter[i] - (i < cpuBefore.length ? cpuBefore[i] : 0)) * 1e6 / ticks;
+    }
+    double driverMicros = (ProcStat.cpuTicks(ProcessHandle.current().pid()) - driverBefore) * 1e6 / ticks;
+    double machineCores = (ProcStat.machineBusyTicks() - machineBefore) / (double) ticks
+        / (elapsedNanos / 1e9);
+    long[] ttft = samples.stream().mapToLong(s -> s[0]).sorted().toArray();
+    long[] itl = samples.stream().mapToLong(s -> s[1]).filter(v -> v >= 0).sorted().toArray();
+    int answered = Math.max(1, ok.get());
+    return new Window(target.name(), total, ok.get(), failed.get(), ttft, itl,
+        target.process() == null ? 0 : cpuMicros / answered, (jitAfter - jitBefore) * 1e6 / ticks / answered,
+        driverMicros / answered, machineCores);
+  }
+
+  /** CPU ticks of the target's process and its descendants (a peer's CLI may start its server as a child). */
+  private static long[] cpu(Target target) {
+    if (target.process() == null) {
+      return new long[0];
+    }
+    List<Long> pids = new ArrayList<>();
+    pids.add(target.process().pid());
+    target.process().descendants().forEach(p -> pids.add(p.pid()));
+    long sum = 0;
+    for (long pid : pids) {
+      try {
+        sum += ProcStat.cpuTicks(pid);
+      } catch (IllegalStateException gone) {
+        // a child that ended
+      }
+    }
+    return new long[] {sum};
+  }
+
+  private static long pct(long[] sorted, double p) {
+    if (sorted.length == 0) {
+      return -1;
+    }
+    int index = (int) Math.ceil(p / 100.0 * sorted.length) - 1;
+    return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
+  }
+
+  private static double median(List<Double> values) {
+    double[] v = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    return v.length == 0 ? Double.NaN : v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  }
+
+  // ---------------------------------------------------------------- the report
+
+  private Path report(List<Target> running, Map<String, List<Window>> results, List<String> skipped) {
+    Report report = new Report("The HTTP front: added latency and CPU per request against peers (bench front)");
+    report.paragraph(String.format(Locale.ROOT, "%d simulated engines (`bin/sim engines`, time scale %s, each its "
+        + "own JVM, tokenizing with models/kvrouter-tiny as vLLM does), every target its own process for the whole "
+        + "run; the driver (this JVM, the JDK's HTTP client over HTTP/1.1) sends %d streamed text completions per "
+        + "second (open loop), each a %d-character prefix shared by one in eight requests plus a unique question, "
+        + "`max_tokens` %d with `ignore_eos`, to one target at a time: %d s of warm-up per target, then %d round(s) "
+        + "of %d s windows per target (the order reversed every other round). Figures are the median over rounds; "
+        + "TTFT is sending to the first SSE event, inter-token the mean gap between events of one answer; "
+        + "\"added\" is the target's figure less the direct connection's; CPU per request is the target's "
+        + "process tree's CPU time (utime + stime, /proc) over the window per answered request, \"of which JIT\" the "
+        + "part its JIT compiler threads spent (a JVM that is still compiling costs more per request than it will "
+        + "once warm).", engines,
+        timeScale, rate, promptChars, maxTokens, warmupSeconds, rounds, measureSeconds));
+    Report.Table table = new Report.Table("target", "answered / sent", "TTFT p50 (ms)", "TTFT p99 (ms)",
+        "added TTFT p50 (ms)", "added TTFT p99 (ms)", "inter-token p50 (ms)", "CPU per request (µs)",
+        "of which JIT (µs)", "driver CPU per request (µs)", "machine busy (cores)");
+    List<Window> direct = results.getOrDefault("direct", List.of());
+    double d50 = median(direct.stream().map(w -> (double) pct(w.ttftMicros(), 50)).toList());
+    double d99 = median(direct.stream().map(w -> (double) pct(w.ttftMicros(), 99)).toList());
+    for (Target target : running) {
+      List<Window> ws = results.getOrDefault(target.name(), List.of());
+      double p50 = median(ws.stream().map(w -> (double) pct(w.ttftMicros(), 50)).toList());
+      double p99 = median(ws.stream().map(w -> (double) pct(w.ttftMicros(), 99)).toList());
+      double itl = median(ws.stream().map(w -> (double) pct(w.itlMicros(), 50)).toList());
+      int ok = ws.stream().mapToInt(Window::ok).sum();
+      int sent = ws.stream().mapToInt(Window::sent).sum();
+      table.row(target.name(), ok + " / " + sent, ms(p50), ms(p99),
+          target.name().equals("direct") ? "—" : ms(p50 - d50), target.name().equals("direct") ? "—" : ms(p99 - d99),
+          ms(itl), target.name().equals("direct") ? "—" : String.format(Locale.ROOT, "%.0f",
+              median(ws.stream().map(Window::cpuMicrosPerRequest).toList())),
+          target.name().equals("direct") ? "—" : String.format(Locale.ROOT, "%.0f",
+              median(ws.stream().map(Window::jitMicrosPerRequest).toList())),
+          String.format(Locale.ROOT, "%.0f", median(ws.stream().map(Window::driverCpuMicrosPerRequest).toList())),
+          String.format(Locale.ROOT, "%.2f", median(ws.stream().map(Window::machineBusyCores).toList())));
+    }
+    report.table(table);
+    StringBuilder how = new StringBuilder("Targets:\n\n");
+    for (Target target : running) {
+      how.append("- `").append(target.name()).append("`: ").append(target.how()).append('\n');
+    }
+    for (String skip : skipped) {
+      how.append("- not run: ").append(skip).append('\n');
+    }
+    report.paragraph(how.toString());
+    report.paragraph("Process logs: `" + root.relativize(logs) + "`.");
+    return report.write(out != null ? out : root.resolve("modules/router-bench/results"), quick ? "front-quick.md"
+        : fileName);
+  }
+
+  private static String ms(double micros) {
+    return Double.isNaN(micros) ? "—" : String.format(Locale.ROOT, "%.2f", micros / 1000.0);
+  }
+
+  private static java.util.concurrent.ThreadFactory daemon() {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, "front-bench-http-" + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+}

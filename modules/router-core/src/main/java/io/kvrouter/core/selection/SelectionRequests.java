@@ -1,0 +1,99 @@
+package io.kvrouter.core.selection;
+
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.hashing.BlockHasher;
+import java.util.Collection;
+import java.util.Set;
+
+/**
+ * The one mapping from a route request's fields, as any transport decoded them (gRPC's RouteRequest, the HTTP front's
+ * OpenAI bodies, the endpoint picker's), to a validated {@link SelectionRequest}: the prompt's length and shape
+ * checked, the prompt reduced to the sequence hashes of its full blocks (hashed from token ids, or chained from the
+ * local block hashes sent, seeded by {@code cache_salt} and {@code lora_name}), and every limit of
+ * {@link RequestLimits} applied.
+ */
+public final class SelectionRequests {
+  private final RequestLimits limits;
+
+  public SelectionRequests(RequestLimits limits) {
+    this.limits = limits;
+  }
+
+  public RequestLimits limits() {
+    return limits;
+  }
+
+  /**
+   * A route request's fields. The prompt is {@code tokenCount} token ids of {@code tokenIds}, or
+   * {@code blockHashCount} local block hashes of {@code blockHashes} (one per full block, not chained: they are chained
+   * in place, so the array is handed over) with {@code islTokens}; {@code islTokens} and
+   * {@code expectedOutputTokens} are read as unsigned 32-bit numbers (the wire's uint32).
+   */
+  public record Fields(String model, String requestId, int[] tokenIds, int tokenCount, long[] blockHashes,
+      int blockHashCount, int islTokens, int expectedOutputTokens, String loraName, String cacheSalt,
+      String pinnedWorker, Integer pinnedDpRank, Collection<String> allowedWorkers,
+      Collection<String> excludedWorkers, int priority, Double temperature, Double overlapCredit,
+      Double prefillLoadScale) {}
+
+  /**
+   * A validated domain request. The prompt length is the token count when token ids are sent, else isl_tokens (then
+   * required); sending both token ids and block hashes is malformed. {@code blockSize} is the model's block size in
+   * the pool the request goes to (0: unknown; no sequence hashes then, and the selection will say the model is
+   * unknown). The caller has checked the model name: it looked the model up by it.
+   */
+  public SelectionRequest toSelectionRequest(Fields in, boolean forBook, int blockSize) {
+    limits.requireHashInputs(in.loraName(), in.cacheSalt());
+    limits.requireAllowedWorkers(in.allowedWorkers());
+    limits.requireExcludedWorkers(in.excludedWorkers());
+    int tokenCount = in.tokenCount();
+    if (tokenCount > 0 && in.blockHashCount() > 0) {
+      throw RoutingError.invalid(RoutingError.MALFORMED, "send token_ids or block_hashes, not both").toException();
+    }
+    if (tokenCount > 0 && in.islTokens() != 0 && in.islTokens() != tokenCount) {
+      throw RoutingError.invalid(RoutingError.MALFORMED, "isl_tokens " + Integer.toUnsignedString(in.islTokens())
+          + " disagrees with the " + tokenCount + " token_ids sent").toException();
+    }
+    int isl = tokenCount > 0 ? tokenCount : in.islTokens();
+    if (isl < 0) { // a uint32 above 2^31
+      isl = Integer.MAX_VALUE;
+    }
+    long[] hashes = blockSize <= 0 ? null : sequenceHashes(in, isl, blockSize);
+    SelectionRequest request = new SelectionRequest(
+        in.model(),
+        in.requestId(),
+        hashes,
+        isl,
+        in.expectedOutputTokens() < 0 ? Integer.MAX_VALUE : in.expectedOutputTokens(),
+        in.pinnedWorker(),
+        in.pinnedDpRank(),
+        in.allowedWorkers().isEmpty() ? Set.of() : Set.copyOf(in.allowedWorkers()),
+        in.excludedWorkers().isEmpty() ? Set.of() : Set.copyOf(in.excludedWorkers()),
+        in.priority(),
+        in.temperature(),
+        in.overlapCredit(),
+        in.prefillLoadScale());
+    limits.validate(request, forBook);
+    return request;
+  }
+
+  /** The request's sequence hashes: hashed from its tokens, or chained from the local block hashes it sent. */
+  private long[] sequenceHashes(Fields in, int isl, int blockSize) {
+    long seed = BlockHasher.seed(in.cacheSalt(), in.loraName());
+    int localCount = in.blockHashCount();
+    if (localCount > 0) {
+      if (localCount > isl / blockSize) {
+        throw RoutingError.invalid(RoutingError.MALFORMED, localCount + " block_hashes for " + isl
+            + " tokens: at most " + isl / blockSize + " full blocks of " + blockSize).toException();
+      }
+      long[] hashes = in.blockHashes().length == localCount ? in.blockHashes()
+          : java.util.Arrays.copyOf(in.blockHashes(), localCount);
+      BlockHasher.chainInPlace(hashes, localCount, seed);
+      return hashes;
+    }
+    int count = in.tokenCount();
+    if (count == 0 || count > limits.maxTokens()) {
+      return null; // validation rejects an oversized prompt; don't hash it first
+    }
+    return BlockHasher.sequenceHashes(in.tokenIds(), count, blockSize, seed);
+  }
+}

@@ -1,0 +1,442 @@
+package io.kvrouter.front.http;
+
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.front.FrontError;
+import io.kvrouter.front.FrontException;
+import io.kvrouter.front.request.ClientRequest;
+import io.kvrouter.front.request.FrontHeaders;
+import io.kvrouter.front.routing.BookingScope;
+import io.kvrouter.front.routing.PromptRouting;
+import io.kvrouter.front.routing.RequestBooking;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.http.javadsl.model.ContentType;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.japi.pf.PFBuilder;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * One client request through the front: route (tokenize, book), forward to the booked worker, and stream its answer
+ * back. Before the first byte of the answer reaches the client, a worker that refuses, resets, times out or answers
+ * 5xx/429 is released, counted (its breaker) and excluded, and the request is booked again, up to the configured
+ * attempts. Once the first byte is out, a failure ends the stream (SSE: an OpenAI error event, then {@code [DONE]};
+ * otherwise the connection is cut) and the booking is released. The answer streams with backpressure: a chunk is read
+ * from the engine when the client has taken the previous one.
+ */
+final class Forwarding {
+  /** A response produced but whose body the server never started (its client had gone): released after this. */
+  private static final long BODY_START_GRACE_MS = 10_000;
+  private static final ByteString DONE = ByteString.fromString("data: [DONE]\n\n");
+
+  /** Why an attempt failed before its first byte. */
+  private record AttemptFailure(String reason, FrontError error) {}
+
+  private static final class Failed extends RuntimeException {
+    final AttemptFailure failure;
+
+    Failed(AttemptFailure failure) {
+      super(failure.reason(), null, false, false);
+      this.failure = failure;
+    }
+  }
+
+  /** The first byte (or the engine's own client error) of an attempt. */
+  private record FirstBytes(HttpResponse response, ByteString first, Source<ByteString, NotUsed> rest,
+      boolean passThrough) {}
+
+  private final FrontContext ctx;
+  private final ClientRequest request;
+  private final byte[] body;
+  private final HttpRequest incoming;
+  private final long arrivalNanos;
+  private final String clientId;
+  private RequestBooking booking;
+  private AttemptFailure lastFailure;
+  private long attemptStartNanos;
+  private volatile long firstByteNanos;
+  private final AtomicLong bytesOut = new AtomicLong();
+  private final AtomicBoolean finished = new AtomicBoolean();
+  private final AtomicBoolean bodyStarted = new AtomicBoolean();
+  private volatile String outcome;
+  private volatile String workerServed;
+  private volatile String bookingServed;
+
+  Forwarding(FrontContext ctx, ClientRequest request, byte[] body, HttpRequest incoming, long arrivalNanos) {
+    this.ctx = ctx;
+    this.request = request;
+    this.body = body;
+    this.incoming = incoming;
+    this.arrivalNanos = arrivalNanos;
+    this.attemptStartNanos = arrivalNanos;
+    this.clientId = request.clientRequestId() != null ? request.clientRequestId() : generatedId();
+  }
+
+  private static String generatedId() {
+    return Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
+  }
+
+  /**
+   * The booking id base: the client's id (or a generated one) and a random suffix, so two clients reusing one
+   * x-request-id never share a booking (a Book under a live id would replay the other's booking).
+   */
+  private String idBase() {
+    return "front-" + clientId + "-" + Long.toHexString(ThreadLocalRandom.current().nextLong() | Long.MIN_VALUE);
+  }
+
+  CompletionStage<HttpResponse> run() {
+    BookingScope scope;
+    try {
+      scope = BookingScope.resolve(ctx.cluster(), request.model(), request.global());
+    } catch (RoutingException e) {
+      return done(error(FrontError.of(e.error(), ctx.settings().retryAfterSeconds())));
+    }
+    String base = idBase();
+    return ctx.routing().route(request, scope, base + "/0").thenCompose(routed -> {
+      ctx.metrics().tokenized(request.model(), routed.approximate(), routed.tokenizeNanos());
+      booking = new RequestBooking(ctx.cluster(), scope, routed.request(), base, ctx.settings().bookTimeout(),
+          ctx.settings().mutationTimeout(), ctx.settings().renewInterval(), ctx.timers(), ctx.breakers(),
+          ctx.metrics());
+      return attempt();
+    }).exceptionally(failure -> error(failure)).thenApply(this::guardBody);
+  }
+
+  private CompletionStage<HttpResponse> done(HttpResponse response) {
+    return CompletableFuture.completedFuture(guardBody(response));
+  }
+
+  // ---------------------------------------------------------------- attempts
+
+  private CompletionStage<HttpResponse> attempt() {
+    return booking.book().handle((booked, failure) -> {
+      if (failure != null) {
+        return CompletableFuture.completedFuture(bookFailed(failure));
+      }
+      ctx.metrics().routing(request.model(), System.nanoTime() - attemptStartNanos);
+      return forward(booked);
+    }).thenCompose(stage -> stage);
+  }
+
+  /** A Book that failed: after an engine failed this request, that failure is the answer (502/504). */
+  private HttpResponse bookFailed(Throwable failure) {
+    Throwable cause = unwrap(failure);
+    if (cause instanceof RoutingException routing) {
+      if (lastFailure != null && (RoutingError.NO_ENDPOINTS.equals(routing.error().reason())
+          || RoutingError.ALL_WORKERS_OVERLOADED.equals(routing.error().reason()))) {
+        return error(withNote(lastFailure.error(), "; no other worker could take the request ("
+            + routing.error().reason() + ")"));
+      }
+      return error(FrontError.of(routing.error(), ctx.settings().retryAfterSeconds()));
+    }
+    return error(cause);
+  }
+
+  private CompletionStage<HttpResponse> forward(RequestBooking.Booked booked) {
+    CompletableFuture<FirstBytes> first = new CompletableFuture<>();
+    long timeoutMs = (request.stream() ? ctx.settings().firstTokenTimeout() : ctx.settings().responseTimeout())
+        .toMillis();
+    ScheduledFuture<?> timer = ctx.timers().schedule(() -> first.completeExceptionally(new Failed(
+        new AttemptFailure("first_byte_timeout", new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT,
+            "worker " + booked.workerId() + " sent no " + (request.stream() ? "token" : "answer") + " within "
+                + timeoutMs + " ms", null, 0)))), timeoutMs, TimeUnit.MILLISECONDS);
+    HttpRequest out;
+    try {
+      out = HttpRequest.create()
+          .withMethod(HttpMethods.POST)
+          .withUri(ctx.engines().uri(booked.endpoint(), request.endpoint().path()))
+          .withHeaders(engineHeaders(booked))
+          .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, body));
+    } catch (RuntimeException e) {
+      timer.cancel(false);
+      first.completeExceptionally(new Failed(new AttemptFailure("bad_endpoint", new FrontError(502,
+          FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId() + " has an endpoint the front "
+          + "cannot reach: " + RoutingError.echo(booked.endpoint()), null, 0))));
+      return first.handle((ok, failure) -> afterFirst(booked, null, failure)).thenCompose(s -> s);
+    }
+    ctx.engines().send(out).whenComplete((response, failure) -> {
+      if (failure != null) {
+        first.completeExceptionally(new Failed(connectFailure(booked, unwrap(failure))));
+        return;
+      }
+      if (first.isDone()) { // timed out before the answer came: cut it
+        response.entity().getDataBytes().runWith(Sink.cancelled(), ctx.materializer());
+        return;
+      }
+      int status = response.status().intValue();
+      if (status >= 500 || status == 429) {
+        response.entity().getDataBytes().runWith(Sink.cancelled(), ctx.materializer());
+        first.completeExceptionally(new Failed(new AttemptFailure("status_" + status, new FrontError(502,
+            FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId() + " answered HTTP " + status,
+            null, 0))));
+        return;
+      }
+      boolean passThrough = status < 200 || status >= 300;
+      response.entity().getDataBytes()
+          .prefixAndTail(1)
+          .runWith(Sink.head(), ctx.materializer())
+          .whenComplete((split, error) -> {
+            if (error != null) {
+              first.completeExceptionally(new Failed(connectFailure(booked, unwrap(error))));
+            } else if (split.first().isEmpty() && !passThrough) {
+              split.second().runWith(Sink.cancelled(), ctx.materializer());
+              first.completeExceptionally(new Failed(new AttemptFailure("empty_answer", new FrontError(502,
+                  FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
+                  + " closed its answer before the first byte", null, 0))));
+            } else if (!first.complete(new FirstBytes(response,
+                split.first().isEmpty() ? ByteString.emptyByteString() : split.first().get(0), split.second(),
+                passThrough))) {
+              split.second().runWith(Sink.cancelled(), ctx.materializer()); // timed out meanwhile
+            }
+          });
+    });
+    return first.handle((ok, failure) -> {
+      timer.cancel(false);
+      return afterFirst(booked, ok, failure);
+    }).thenCompose(s -> s);
+  }
+
+  private CompletionStage<HttpResponse> afterFirst(RequestBooking.Booked booked, FirstBytes first,
+      Throwable failure) {
+    if (failure == null) {
+      return CompletableFuture.completedFuture(commit(booked, first));
+    }
+    Throwable cause = unwrap(failure);
+    if (!(cause instanceof Failed failed)) {
+      booking.finish();
+      return CompletableFuture.completedFuture(error(cause));
+    }
+    lastFailure = failed.failure;
+    String worker = booking.failed();
+    ctx.metrics().retried(request.model(), failed.failure.reason());
+    if (booking.attempts() >= ctx.settings().attempts()) {
+      booking.finish();
+      return CompletableFuture.completedFuture(error(withNote(failed.failure.error(), " (after "
+          + booking.attempts() + " attempt" + (booking.attempts() == 1 ? "" : "s") + ": "
+          + String.join(", ", booking.failedWorkers()) + ")")));
+    }
+    attemptStartNanos = System.nanoTime();
+    return attempt();
+  }
+
+  private static AttemptFailure connectFailure(RequestBooking.Booked booked, Throwable cause) {
+    String message = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
+    boolean timeout = cause instanceof TimeoutException
+        || message.toLowerCase(Locale.ROOT).contains("timeout") || message.toLowerCase(Locale.ROOT).contains("timed out");
+    String reason = timeout ? "connect_timeout" : message.toLowerCase(Locale.ROOT).contains("refused") ? "refused"
+        : "connection_failed";
+    return new AttemptFailure(reason, new FrontError(timeout ? 504 : 502, timeout ? FrontError.TIMEOUT
+        : FrontError.UPSTREAM, timeout ? FrontError.ENGINE_TIMEOUT : FrontError.ENGINE_FAILED, "worker "
+        + booked.workerId() + " failed before its first byte: " + RoutingError.truncate(message, 200), null, 0));
+  }
+
+  private List<HttpHeader> engineHeaders(RequestBooking.Booked booked) {
+    List<HttpHeader> headers = new ArrayList<>();
+    for (HttpHeader header : incoming.getHeaders()) {
+      if (forwarded(header.lowercaseName())) {
+        headers.add(header);
+      }
+    }
+    headers.add(RawHeader.create("X-Request-Id", booked.requestId()));
+    headers.add(RawHeader.create(FrontHeaders.DATA_PARALLEL_RANK, Integer.toString(booked.dpRank())));
+    return headers;
+  }
+
+  /** What of the client's headers the engine sees: not hop-by-hop ones, the entity's, the front's, nor the id. */
+  private static boolean forwarded(String name) {
+    return switch (name) {
+      case "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
+          "content-length", "content-type", "timeout-access", "x-request-id", "http2-settings", "expect" -> false;
+      default -> !name.startsWith("x-kvrouter-") && !name.equals("x-data-parallel-rank");
+    };
+  }
+
+  // ---------------------------------------------------------------- the answer
+
+  /** The first byte is here: the answer goes to the client from now on; nothing is retried any more. */
+  private HttpResponse commit(RequestBooking.Booked booked, FirstBytes first) {
+    firstByteNanos = System.nanoTime();
+    workerServed = booked.workerId();
+    bookingServed = booked.requestId();
+    if (first.passThrough()) {
+      booking.answered();
+    } else {
+      booking.started();
+      ctx.metrics().timeToFirstToken(request.model(), firstByteNanos - arrivalNanos);
+    }
+    boolean sse = request.stream() && !first.passThrough();
+    AtomicLong last = new AtomicLong(firstByteNanos);
+    Source<ByteString, NotUsed> rest = first.rest()
+        .idleTimeout(ctx.settings().idleTimeout())
+        .map(chunk -> {
+          long now = System.nanoTime();
+          if (sse) {
+            ctx.metrics().interToken(request.model(), now - last.getAndSet(now));
+          }
+          bytesOut.addAndGet(chunk.size());
+          return chunk;
+        })
+        .recoverWithRetries(1, new PFBuilder<Throwable, org.apache.pekko.stream.Graph<
+            org.apache.pekko.stream.SourceShape<ByteString>, NotUsed>>()
+            .match(Throwable.class, failure -> {
+              booking.brokeAfterStart();
+              outcome = failure instanceof TimeoutException ? "idle_timeout" : "engine_failed_mid_stream";
+              if (!sse) {
+                return Source.failed(failure);
+              }
+              FrontError error = failure instanceof TimeoutException
+                  ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + booked.workerId()
+                      + " sent nothing for " + ctx.settings().idleTimeout().toMillis() + " ms", null, 0)
+                  : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
+                      + " failed mid-stream: " + RoutingError.truncate(String.valueOf(failure.getMessage()), 200),
+                      null, 0);
+              return Source.from(List.of(ByteString.fromArray(error.sseEvent()), DONE));
+            })
+            .build());
+    bytesOut.addAndGet(first.first().size());
+    Source<ByteString, NotUsed> all = Source.single(first.first()).concat(rest)
+        .watchTermination((mat, termination) -> {
+          bodyStarted.set(true);
+          termination.whenComplete((doneOk, failure) -> {
+            if (failure != null && outcome == null) {
+              outcome = "client_gone";
+            }
+            complete(first.response().status().intValue());
+          });
+          return mat;
+        });
+    HttpResponse engine = first.response();
+    ContentType type = engine.entity().getContentType();
+    Optional<Long> length = engine.entity().getContentLengthOption().isPresent()
+        ? Optional.of(engine.entity().getContentLengthOption().getAsLong()) : Optional.empty();
+    org.apache.pekko.http.javadsl.model.ResponseEntity entity = length.isPresent() && !sse
+        ? HttpEntities.create(type, length.get(), all) : HttpEntities.createChunked(type, all);
+    List<HttpHeader> headers = new ArrayList<>(responseHeaders(booked));
+    if (sse) {
+      headers.add(RawHeader.create("Cache-Control", "no-cache"));
+    }
+    return HttpResponse.create().withStatus(engine.status()).withHeaders(headers).withEntity(entity);
+  }
+
+
+  private List<HttpHeader> responseHeaders(RequestBooking.Booked booked) {
+    List<HttpHeader> headers = new ArrayList<>(6);
+    headers.add(RawHeader.create(FrontHeaders.REQUEST_ID, clientId));
+    headers.add(RawHeader.create(FrontHeaders.WORKER, booked.workerId()));
+    headers.add(RawHeader.create(FrontHeaders.DP_RANK, Integer.toString(booked.dpRank())));
+    headers.add(RawHeader.create(FrontHeaders.BOOKING_ID, booked.requestId()));
+    headers.add(RawHeader.create(FrontHeaders.ATTEMPTS, Integer.toString(booked.attempt())));
+    if (request.explain()) {
+      var selection = booked.answer().selection();
+      Set<String> failed = booking.failedWorkers();
+      headers.add(RawHeader.create(FrontHeaders.EXPLAIN, String.format(Locale.ROOT,
+          "policy=%s; worker=%s; dp_rank=%d; cost=%.3f; overlap_blocks=%d; cached_tokens=%d; queued_us=%d; "
+              + "view_version=%d; failed=%s", selection.policy(), booked.workerId(), booked.dpRank(),
+          selection.cost(), selection.overlapBlocks(), selection.cachedTokens(), booked.answer().queuedMicros(),
+          selection.viewVersion(), failed.isEmpty() ? "-" : String.join(",", failed))));
+    }
+    return headers;
+  }
+
+  /**
+   * A produced response whose body the server never starts (HTTP/1.1 gives no signal of a client that left while
+   * the front waited; the server then drops the response unread) still ends the request: after a grace period.
+   */
+  private HttpResponse guardBody(HttpResponse response) {
+    if (!finished.get()) {
+      ctx.timers().schedule(() -> {
+        if (!bodyStarted.get() && !finished.get()) {
+          outcome = "client_gone_before_body";
+          complete(response.status().intValue());
+        }
+      }, BODY_START_GRACE_MS, TimeUnit.MILLISECONDS);
+    }
+    return response;
+  }
+
+  /** The request ended (its body done, failed or cancelled, or an error answered): released, counted, logged. */
+  private void complete(int status) {
+    if (!finished.compareAndSet(false, true)) {
+      return;
+    }
+    if (booking != null) {
+      booking.finish();
+    }
+    ctx.metrics().finished(request.model(), request.endpoint().path(), status);
+    if (ctx.accessLog().enabled()) {
+      long now = System.nanoTime();
+      RequestBooking.Booked last = booking == null ? null : booking.current();
+      ctx.accessLog().write(new AccessLog.Entry("POST", request.endpoint().path(), status, request.model(),
+          workerServed, booking == null ? 0 : booking.attempts(),
+          firstByteNanos == 0 ? -1 : (firstByteNanos - arrivalNanos) / 1_000, (now - arrivalNanos) / 1_000,
+          bytesOut.get(), request.clientRequestId(), request.session(), bookingServed,
+          outcome == null ? "ok" : outcome));
+    }
+  }
+
+
+  // ---------------------------------------------------------------- errors
+
+  private HttpResponse error(Throwable failure) {
+    Throwable cause = unwrap(failure);
+    if (cause instanceof FrontException front) {
+      return error(front.error());
+    }
+    if (cause instanceof RoutingException routing) {
+      return error(FrontError.of(routing.error(), ctx.settings().retryAfterSeconds()));
+    }
+    if (cause instanceof CancellationException) {
+      return error(new FrontError(503, FrontError.UNAVAILABLE, "CANCELLED", "the request was cancelled", null, 0));
+    }
+    org.slf4j.LoggerFactory.getLogger(Forwarding.class).warn("request failed unexpectedly", cause);
+    return error(new FrontError(500, FrontError.INTERNAL, FrontError.INTERNAL_ERROR, "internal error: "
+        + RoutingError.truncate(String.valueOf(cause.getMessage()), 200), null, 0));
+  }
+
+  private HttpResponse error(FrontError error) {
+    if (booking != null) {
+      booking.finish();
+    }
+    if (outcome == null) {
+      outcome = error.code();
+    }
+    HttpResponse response = FrontServer.errorResponse(error, clientId);
+    complete(error.status());
+    return response;
+  }
+
+  private static FrontError withNote(FrontError error, String note) {
+    return new FrontError(error.status(), error.type(), error.code(), error.message() + note, error.param(),
+        error.retryAfterSeconds());
+  }
+
+  private static Throwable unwrap(Throwable failure) {
+    Throwable cause = failure;
+    while ((cause instanceof CompletionException || cause instanceof java.util.concurrent.ExecutionException)
+        && cause.getCause() != null) {
+      cause = cause.getCause();
+    }
+    return cause;
+  }
+}

@@ -1,0 +1,29 @@
+package io.kvrouter.front.request;
+
+/** The headers the front reads and writes (root README, "The HTTP front"). */
+public final class FrontHeaders {
+  private FrontHeaders() {}
+
+  /** Request: the client's id for the request; echoed in the response (generated when absent). */
+  public static final String REQUEST_ID = "x-request-id";
+  /** Request: a session key (logged with the request; prefix affinity keeps a conversation on its worker). */
+  public static final String SESSION = "x-kvrouter-session";
+  /** Request: an integer priority (higher first in the admission queue), default 0. */
+  public static final String PRIORITY = "x-kvrouter-priority";
+  /** Request: {@code region} (default: this node's region) or {@code global} (the least-loaded region's pool). */
+  public static final String SCOPE = "x-kvrouter-scope";
+  /** Request: {@code true} asks for {@link #EXPLAIN} in the response. */
+  public static final String EXPLAIN_REQUEST = "x-kvrouter-explain";
+
+  /** Response: the worker that served the request. */
+  public static final String WORKER = "x-kvrouter-worker";
+  /** Response: its data-parallel rank. */
+  public static final String DP_RANK = "x-kvrouter-dp-rank";
+  /** Response: the booking's request id (what GetModelState lists) and the attempts the request took. */
+  public static final String BOOKING_ID = "x-kvrouter-booking-id";
+  public static final String ATTEMPTS = "x-kvrouter-attempts";
+  /** Response, on request: the pick (policy, cost, overlap, cached tokens, queue wait, excluded workers). */
+  public static final String EXPLAIN = "x-kvrouter-explain";
+  /** Sent to the engine: vLLM's header that pins a data-parallel rank (the booked one). */
+  public static final String DATA_PARALLEL_RANK = "X-data-parallel-rank";
+}
