@@ -99,7 +99,7 @@ class SnapshotChunksTest {
     LedgerSnapshot.Entry oneMore = withHashes(all.get(1), java.util.Arrays.copyOf(huge.sequenceHashes(),
         kept.length + 1));
     assertThat(SnapshotChunks.estimatedBytes(new SnapshotChunk("m", 3, 1, alone.index(), alone.count(), 5, null,
-        List.of(), List.of(oneMore), 0))).isGreaterThan(budget);
+        List.of(), List.of(oneMore), 0, List.of()))).isGreaterThan(budget);
   }
 
   @Test
