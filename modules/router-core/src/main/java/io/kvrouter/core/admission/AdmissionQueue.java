@@ -251,10 +251,19 @@ final class AdmissionQueue {
       }
     }
     for (Entry e : waiting) {
+      ClassQueue previous = e.cls;
       e.cls = byName.get(next.resolve(e.request.policyClass(), e.uncachedTokens()).name());
       key(e);
       place(e);
+      if (log != null && !previous.config.name().equals(e.cls.config.name())) {
+        log.requeued(queuedBook(e));
+      }
     }
+  }
+
+  private static QueuedBook queuedBook(Entry e) {
+    return new QueuedBook(e.requestId, e.nonce, e.replyTo == null ? "" : e.replyTo, e.cls.config.name(),
+        e.enqueuedAtMillis);
   }
 
   /** The class a Book naming {@code policyClass} with {@code uncachedTokens} goes to. */
@@ -310,7 +319,7 @@ final class AdmissionQueue {
     size++;
     cq.stats.enqueued++;
     if (log != null) {
-      log.queued(new QueuedBook(requestId, nonce, replyTo == null ? "" : replyTo, cq.config.name(), nowMillis));
+      log.queued(queuedBook(e));
     }
     return e;
   }
@@ -551,8 +560,7 @@ final class AdmissionQueue {
     waiting.sort(Comparator.comparingLong(e -> e.seq));
     List<QueuedBook> books = new ArrayList<>(waiting.size());
     for (Entry e : waiting) {
-      books.add(new QueuedBook(e.requestId, e.nonce, e.replyTo == null ? "" : e.replyTo, e.cls.config.name(),
-          e.enqueuedAtMillis));
+      books.add(queuedBook(e));
     }
     return books;
   }

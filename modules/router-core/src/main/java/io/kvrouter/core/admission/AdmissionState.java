@@ -217,6 +217,11 @@ public final class AdmissionState implements ReplicationSender.Source {
     return queue.size();
   }
 
+  /** The Books waiting in the admission queue, oldest first, as the state's copies keep them. */
+  public List<QueuedBook> queuedBooks() {
+    return queue.queuedBooks();
+  }
+
   public String model() {
     return model;
   }

@@ -28,8 +28,10 @@ public final class ReplicationLog implements Membership.Changes {
   /** Changes to bookings opened in an earlier interval, by request id (the last one wins). */
   private final LinkedHashMap<String, BookingChange> changed = new LinkedHashMap<>();
   private final List<ClosedBooking> closed = new ArrayList<>();
-  /** Books queued this interval, by nonce; one that leaves the queue in the same interval vanishes. */
+  /** Books queued (or whose class changed) this interval, by nonce, as they are now. */
   private final LinkedHashMap<Long, QueuedBook> queued = new LinkedHashMap<>();
+  /** The nonces first queued this interval: one that leaves the queue in the same interval vanishes. */
+  private final java.util.HashSet<Long> freshlyQueued = new java.util.HashSet<>();
   private final List<Long> unqueued = new ArrayList<>();
 
   /**
@@ -65,12 +67,24 @@ public final class ReplicationLog implements Membership.Changes {
   public void queued(QueuedBook book) {
     if (enabled) {
       queued.put(book.nonce(), book);
+      freshlyQueued.add(book.nonce());
+    }
+  }
+
+  /** A queued Book was put in another class (a policy change): the copies replace their entry of its nonce. */
+  public void requeued(QueuedBook book) {
+    if (enabled) {
+      queued.put(book.nonce(), book);
     }
   }
 
   /** The queued Book of this nonce left the queue (booked, rejected, cancelled, superseded). */
   public void unqueued(long nonce) {
-    if (enabled && queued.remove(nonce) == null) {
+    if (!enabled) {
+      return;
+    }
+    queued.remove(nonce);
+    if (!freshlyQueued.remove(nonce)) {
       unqueued.add(nonce);
     }
   }
@@ -184,6 +198,7 @@ public final class ReplicationLog implements Membership.Changes {
     changed.clear();
     closed.clear();
     queued.clear();
+    freshlyQueued.clear();
     unqueued.clear();
     return pieces.deltas;
   }
