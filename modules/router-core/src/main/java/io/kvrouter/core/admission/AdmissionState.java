@@ -217,6 +217,11 @@ public final class AdmissionState implements ReplicationSender.Source {
     return queue.size();
   }
 
+  /** Whether some class of the model queues (a Book may wait, and needs a reply address kept with it). */
+  public boolean queueingEnabled() {
+    return queue.config().enabled() || !queue.isEmpty();
+  }
+
   /** The Books waiting in the admission queue, oldest first, as the state's copies keep them. */
   public List<QueuedBook> queuedBooks() {
     return queue.queuedBooks();
