@@ -320,9 +320,7 @@ public final class AdmissionState implements ReplicationSender.Source {
 
   public Registered register(WorkerConfig config) {
     Registered registered = membership.register(config);
-    if (registered.created()) {
-      dispatch(Trigger.WORKER_ADDED);
-    }
+    dispatch(Trigger.WORKER_ADDED); // a new worker, or a new config of one (more capacity), may let Books go
     return registered;
   }
 
