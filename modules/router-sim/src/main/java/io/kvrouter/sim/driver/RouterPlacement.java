@@ -236,12 +236,25 @@ public final class RouterPlacement implements Placement {
 
   @Override
   public void prefillDone(SimRequest request, Placed placed) {
-    outstanding.add(clients.router.markPrefillDone(ref(request, placed)));
+    freeing(clients.router.markPrefillDone(ref(request, placed)));
   }
 
   @Override
   public void finished(SimRequest request, Placed placed) {
-    outstanding.add(clients.router.release(ref(request, placed)));
+    freeing(clients.router.release(ref(request, placed)));
+  }
+
+  /**
+   * A call that frees capacity. While the router's queue holds Books such calls no longer commute (each lets queued
+   * Books go, onto the ranks free at that moment, picked with the KV index as it stands), so each is sent after the
+   * KV events before it are applied and answered before the next call: a run stays a function of its seed.
+   */
+  private void freeing(CompletionStage<?> call) {
+    if (unsettled.isEmpty()) {
+      outstanding.add(call);
+      return;
+    }
+    RouterClients.await(call);
   }
 
   private BookingRef ref(SimRequest request, Placed placed) {
@@ -252,6 +265,11 @@ public final class RouterPlacement implements Placement {
   public void kvEvents(Fleet.Unit unit, List<KvCacheEvent> events) {
     if (publishEvents && !events.isEmpty()) {
       unsent.computeIfAbsent(unit.index(), i -> new ArrayList<>()).addAll(events);
+      if (!unsettled.isEmpty()) {
+        // queued Books may leave at the next freeing call: the index they are picked with is the engines' of now
+        flushKvEvents();
+        awaitAll(batchesInFlight);
+      }
     }
   }
 
@@ -313,7 +331,12 @@ public final class RouterPlacement implements Placement {
             .setActivePrefillTokens(rank.pendingPrefillTokens())
             .setWaitingRequests(rank.waitingCount()));
       }
-      outstanding.add(clients.workers.reportLoad(report.build()));
+      CompletionStage<?> call = clients.workers.reportLoad(report.build());
+      if (unsettled.isEmpty()) {
+        outstanding.add(call);
+      } else {
+        RouterClients.await(call); // a report may let queued Books go (an available rank): one at a time
+      }
     }
   }
 
