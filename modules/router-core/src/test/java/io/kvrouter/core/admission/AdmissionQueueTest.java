@@ -81,7 +81,7 @@ class AdmissionQueueTest {
   }
 
   private static SelectionRequest request(String id, int isl, int priority, int strictPriority, String policyClass) {
-    return new SelectionRequest("m", id, null, isl, 0, null, null, null, priority, null, null, null, strictPriority,
+    return new SelectionRequest("m", id, null, isl, 0, null, null, null, null, priority, null, null, null, strictPriority,
         policyClass);
   }
 
@@ -597,7 +597,7 @@ class AdmissionQueueTest {
 
   private static SelectionRequest withPin(SelectionRequest r, String worker) {
     return new SelectionRequest(r.model(), r.requestId(), r.blockHashes(), r.islTokens(), 0, worker, null,
-        r.allowedWorkers(), r.priority(), null, null, null, r.strictPriority(), r.policyClass());
+        r.allowedWorkers(), null, r.priority(), null, null, null, r.strictPriority(), r.policyClass());
   }
 
   private static SelectionRequest withAllowed(SelectionRequest r, Set<String> workers) {
@@ -611,6 +611,6 @@ class AdmissionQueueTest {
       hashes[i] = r.requestId().hashCode() * 1000L + i;
     }
     return new SelectionRequest(r.model(), r.requestId(), hashes, r.islTokens(), 0, r.pinnedWorker(), null,
-        r.allowedWorkers(), r.priority(), null, null, null, r.strictPriority(), r.policyClass());
+        r.allowedWorkers(), null, r.priority(), null, null, null, r.strictPriority(), r.policyClass());
   }
 }

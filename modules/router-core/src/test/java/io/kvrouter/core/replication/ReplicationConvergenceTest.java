@@ -72,7 +72,7 @@ class ReplicationConvergenceTest {
           long[] hashes = java.util.Arrays.copyOf(chain, 1 + random.nextInt(chain.length));
           long nonce = random.nextLong();
           BookOutcome outcome = owner.book(new SelectionRequest(MODEL, "r" + random.nextInt(12), hashes,
-              16 * hashes.length + random.nextInt(16), 0, null, null, null, random.nextInt(3), null, null, null,
+              16 * hashes.length + random.nextInt(16), 0, null, null, null, null, random.nextInt(3), null, null, null,
               random.nextInt(2), random.nextBoolean() ? "" : "gold"), nonce,
               random.nextInt(3) == 0 ? clock.millis() + random.nextInt(50) : 0, "caller-" + nonce);
           if (outcome instanceof BookOutcome.Queued) {

@@ -66,7 +66,7 @@ class RequestLimitsTest {
   }
 
   private static SelectionRequest request(int priority, int strictPriority, String policyClass) {
-    return new SelectionRequest("m", "r", null, 10, 0, null, null, null, priority, null, null, null, strictPriority,
+    return new SelectionRequest("m", "r", null, 10, 0, null, null, null, null, priority, null, null, null, strictPriority,
         policyClass);
   }
 
