@@ -179,14 +179,16 @@
   }
 
   const decisionsPanel = (decisions) => panel('decisions', decisions, 'no decision yet',
-      ['time', 'kind', 'request', 'picked', 'cost', 'margin', 'candidates', 'filtered'], (d) => {
+      ['time', 'kind', 'request', 'picked', 'cost', 'margin', 'candidates', 'filtered', 'queued'], (d) => {
         const picked = d.picked || {};
+        const queued = d.queue ? `${age(Math.round(num(d.queue.waitedMicros) / 1000))} ${esc(d.queue.reason)} → ${esc(d.queue.dispatchedBy)}`
+          : '—';
         return `<tr data-testid="decision-row" data-kind="${esc(d.kind)}" data-request-id="${esc(d.requestId)}"
             data-worker="${esc(picked.workerId)}" data-rank="${num(picked.dpRank)}">
           <td>${time(d.unixMs)}</td><td>${esc(d.kind)}</td><td>${esc(d.requestId)}</td>
           <td>${esc(picked.workerId)} / ${num(picked.dpRank)}</td><td>${fmt(d.pickedCost)}</td>
           <td>${d.hasRunnerUp ? fmt(d.margin) : '—'}</td><td>${(d.candidates || []).length}</td>
-          <td>${(d.filtered || []).length}</td></tr>`;
+          <td>${(d.filtered || []).length}</td><td data-testid="decision-queued">${queued}</td></tr>`;
       });
 
   const poolsPanel = (pools) => panel('pools', pools, 'no pool known',
@@ -215,6 +217,39 @@
         <td>${num(r.lastSeq)}</td><td>${num(r.gaps)}</td><td>${num(r.replays)}</td><td>${num(r.clears)}</td>
         <td>${num(r.lagMillis) >= 0 ? `${num(r.lagMillis)} ms` : '—'}</td></tr>`).join(''));
 
+  const limit = (current, max) => (num(max) < 0 ? esc(String(num(current))) : `${num(current)} / ${num(max)}`);
+
+  const rejections = (byReason) => Object.entries(byReason || {})
+      .map(([reason, count]) => `${esc(reason)} ${num(count)}`).join(', ') || '—';
+
+  /** The admission queue's classes (depth, limits, counters) and its longest-waiting Books. */
+  function queuePanel(queue) {
+    if (!queue || !queue.enabled && num(queue.pending) === 0) {
+      return '<p class="unavailable-note" data-testid="queue-off">queueing off (no queue threshold set)</p>';
+    }
+    const classes = panel('queue-classes', queue.classes || [], 'no class',
+        ['class', 'order', 'queueing', 'depth', 'requests', 'prompt tokens', 'cached tokens', 'oldest wait',
+          'quantum / deficit', 'dispatched', 'rejections'],
+        (c) => `<tr data-testid="queue-class-row" data-class="${esc(c.name)}" data-depth="${num(c.depth)}">
+          <td>${esc(c.name)}${c.family ? ` <span class="meta">family ${esc(c.family)}</span>` : ''}${c.bucket
+            ? ` <span class="meta">bucket ${esc(c.bucket)}</span>` : ''}</td>
+          <td>${esc(c.queuePolicy)}</td><td>${c.queueing ? 'on' : 'off'}</td><td>${num(c.depth)}</td>
+          <td>${limit(c.depth, c.requestsLimit)}</td><td>${limit(c.rawIslTokens, c.rawIslTokensLimit)}</td>
+          <td>${limit(c.cachedTokens, c.cachedTokensLimit)}</td><td>${age(c.oldestWaitMs)}</td>
+          <td>${num(c.quantum)} / ${num(c.deficit)}</td><td>${num(c.dispatched)}</td>
+          <td data-testid="queue-class-rejections">${rejections(c.rejections)}</td></tr>`);
+    const waiting = panel('queue-waiting', queue.waiting || [], 'no Book waiting',
+        ['request', 'class', 'tier', 'priority', 'prompt (uncached)', 'why', 'waited', 'deadline in'],
+        (w) => `<tr data-testid="queue-waiting-row" data-request-id="${esc(w.requestId)}" data-class="${esc(w.policyClass)}">
+          <td>${esc(w.requestId)}</td><td>${esc(w.policyClass)}</td>
+          <td>${num(w.strictPriority)}${w.aged ? ' <span class="badge warn">AGED</span>' : ''}</td>
+          <td>${num(w.priority)}</td><td>${num(w.rawIslTokens)} (${num(w.uncachedTokens)})</td>
+          <td>${esc(w.reason)}</td><td>${age(w.waitedMs)}</td>
+          <td>${num(w.deadlineInMs) < 0 ? '—' : age(w.deadlineInMs)}</td></tr>`);
+    return `<p class="meta">${num(queue.pending)} waiting of at most ${num(queue.maxPending)} · aging ${num(queue.agingMs)
+      ? age(queue.agingMs) : 'off (strict tiers can starve lower ones)'}</p>${classes}<h4>Waiting</h4>${waiting}`;
+  }
+
   function modelHtml({ model, state, decisions, pools }) {
     if (!state) {
       return `<div class="model-head"><h2 data-testid="model-name">${esc(model)}</h2>
@@ -242,6 +277,7 @@
       </div>
       <h3>Ranks</h3>
       ${workers.map((w) => workerBlock(w, state.breakers)).join('') || '<p class="unavailable-note">no worker</p>'}
+      <div data-testid="queue"><h3>Admission queue</h3>${queuePanel(state.queue)}</div>
       <div class="panels">
         <div data-testid="decisions"><h3>Recent decisions</h3>${decisionsPanel(decisions)}</div>
         <div data-testid="pools"><h3>Pools per region</h3>${poolsPanel(pools)}</div>

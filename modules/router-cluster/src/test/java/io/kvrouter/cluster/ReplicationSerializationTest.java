@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.replication.LedgerSnapshot;
+import io.kvrouter.core.replication.QueuedBook;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
@@ -30,7 +31,7 @@ import org.junit.jupiter.api.Test;
 /**
  * Snapshot chunks, cut by router-core's size estimate at {@code max-chunk-bytes}, encoded by the real serializer they
  * cross nodes with (Jackson CBOR, inside {@link ReplicaActor.Chunk}): each stays under the estimate, so under Artery's
- * 256 KiB frame, and decodes back to what was cut.
+ * 256 KiB frame, and decodes back to what was cut (bookings and queued Books).
  */
 class ReplicationSerializationTest {
   private static final int FRAME = 256 * 1024;
@@ -84,14 +85,22 @@ class ReplicationSerializationTest {
     }
     // one booking whose hashes alone exceed a chunk: its hashes are truncated to fit
     bookings.add(booking(3000, workers.get(0), 40_000));
+    // and a full queue, each Book with the reply address it waits at
+    List<QueuedBook> queued = new ArrayList<>();
+    for (int i = 0; i < 4096; i++) {
+      queued.add(new QueuedBook("queued-request-" + i + "-0123456789abcdef", 0x5DEECE66DL * -i,
+          "pekko://kvrouter@127.0.0.1:25520/temp/RouterCluster$a" + i + "#-1234567890", "tenant-gold",
+          1_800_000_000_000L + i));
+    }
 
     List<SnapshotChunk> chunks = SnapshotChunks.cut("big-model", view.epoch(), 17, 1_800_000_000_000L, view, loads,
-        bookings, bookings.get(bookings.size() - 1).attempt(), MAX_CHUNK_BYTES);
+        bookings, bookings.get(bookings.size() - 1).attempt(), queued, MAX_CHUNK_BYTES);
     assertThat(chunks.size()).as("a copy this large takes several chunks").isGreaterThan(10);
 
     Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
     ActorRef<ReplicaActor.Reply> owner = cluster.kit.<ReplicaActor.Reply>createTestProbe().ref();
     int bookingsDecoded = 0;
+    int queuedDecoded = 0;
     for (SnapshotChunk chunk : chunks) {
       ReplicaActor.Chunk message = new ReplicaActor.Chunk(chunk, owner);
       byte[] bytes = serialization.serialize(message).get();
@@ -103,8 +112,11 @@ class ReplicationSerializationTest {
           Serializers.manifestFor(serialization.findSerializerFor(message), message)).get();
       assertThat(decoded.chunk().index()).isEqualTo(chunk.index());
       assertThat(decoded.chunk().bookings()).hasSameSizeAs(chunk.bookings());
+      assertThat(decoded.chunk().queued()).isEqualTo(chunk.queued());
       bookingsDecoded += decoded.chunk().bookings().size();
+      queuedDecoded += decoded.chunk().queued().size();
     }
     assertThat(bookingsDecoded).isEqualTo(bookings.size());
+    assertThat(queuedDecoded).isEqualTo(queued.size());
   }
 }

@@ -233,6 +233,45 @@ class BadInputTest {
     }
   }
 
+  /**
+   * The admission queue's headers reach the queue: a request naming a class whose queue takes none is refused 429
+   * QUEUE_LIMIT naming that class, one without the header waits in the default class; a strict tier out of range is
+   * 400 INVALID_SIZE. Nothing stays booked or queued.
+   */
+  @Test
+  void theQueueHeadersNameTheClassAndTheTier() throws Exception {
+    String model = "org/queue-headers";
+    try (ScriptedEngine slow = ScriptedEngine.start(node.kit.system()).stream(2, Duration.ofSeconds(3),
+        Duration.ofMillis(1))) {
+      node.register(model, "w1", slow.url());
+      node.setPolicy(model, "least_in_flight", Map.of("queue_threshold_frac", "0",
+          "class.batch", "requests_per_worker=0"));
+      String body = "{\"model\": \"" + model + "\", \"prompt\": \"a prompt\", \"stream\": true}";
+      CompletableFuture<HttpResponse<String>> holder = ForwardingTest.HTTP.sendAsync(HttpRequest.newBuilder(
+              URI.create(node.url() + "/v1/completions")).header("content-type", "application/json")
+          .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+      await().atMost(Duration.ofSeconds(5)).until(() -> node.liveBookings(model) == 1);
+      HttpResponse<String> refused = ForwardingTest.HTTP.send(HttpRequest.newBuilder(
+              URI.create(node.url() + "/v1/completions")).header("content-type", "application/json")
+          .header("x-kvrouter-policy-class", "batch").timeout(Duration.ofSeconds(30))
+          .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(rejected(refused, 429)).isEqualTo("QUEUE_LIMIT");
+      assertThat(refused.body()).contains("'batch'");
+      HttpResponse<String> badTier = ForwardingTest.HTTP.send(HttpRequest.newBuilder(
+              URI.create(node.url() + "/v1/completions")).header("content-type", "application/json")
+          .header("x-kvrouter-strict-priority", "70000").timeout(Duration.ofSeconds(30))
+          .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(rejected(badTier, 400)).isEqualTo("INVALID_SIZE");
+      assertThat(node.snapshot(model).queue().classes()).filteredOn(c -> c.name().equals("batch"))
+          .singleElement().satisfies(c -> assertThat(c.rejections()).containsEntry("QUEUE_LIMIT_REQUESTS", 1L));
+      assertThat(holder.get().statusCode()).isEqualTo(200);
+      await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
+        assertThat(node.liveBookings(model)).isZero();
+        assertThat(node.snapshot(model).pending()).isZero();
+      });
+    }
+  }
+
   /** Writes {@code request} on a fresh connection and reads until the server closes it or the answer is complete. */
   private static String raw(String request, Duration timeout) throws Exception {
     try (Socket socket = new Socket("127.0.0.1", node.front.port())) {

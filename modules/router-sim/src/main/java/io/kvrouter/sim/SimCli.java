@@ -3,16 +3,19 @@ package io.kvrouter.sim;
 import io.kvrouter.sim.driver.Comparison;
 import io.kvrouter.sim.driver.FleetConfig;
 import io.kvrouter.sim.driver.InProcessRouter;
+import io.kvrouter.sim.driver.Overload;
 import io.kvrouter.sim.driver.Pacer;
 import io.kvrouter.sim.driver.RouterClients;
 import io.kvrouter.sim.driver.RunResult;
 import io.kvrouter.sim.driver.Simulation;
 import io.kvrouter.sim.fleet.EngineCommand;
 import io.kvrouter.sim.fleet.EnginesCommand;
+import io.kvrouter.sim.report.OverloadReport;
 import io.kvrouter.sim.report.Report;
 import io.kvrouter.sim.report.SvgChart;
 import io.kvrouter.sim.workload.MooncakeSampleGenerator;
 import io.kvrouter.sim.workload.MooncakeTrace;
+import io.kvrouter.sim.workload.OverloadWorkload;
 import io.kvrouter.sim.workload.SessionWorkload;
 import io.kvrouter.sim.workload.TraceWorkload;
 import io.kvrouter.sim.workload.Workload;
@@ -39,7 +42,8 @@ import picocli.CommandLine.Option;
 /** {@code bin/sim}: the routing-quality benchmark on a simulated fleet (module README). */
 @Command(name = "sim", mixinStandardHelpOptions = true, version = "router-sim 0.1.0",
     description = "Simulated inference fleet driven through the kvrouter: routing quality per policy.",
-    subcommands = {SimCli.Demo.class, SimCli.Compare.class, SimCli.GenerateTrace.class, EngineCommand.class,
+    subcommands = {SimCli.Demo.class, SimCli.Compare.class, SimCli.OverloadCommand.class, SimCli.GenerateTrace.class,
+        EngineCommand.class,
         EnginesCommand.class, DriveCommand.class, CommandLine.HelpCommand.class})
 public final class SimCli implements Runnable {
   /** Where bin/sim's module lives (set by the launcher), for default paths. */
@@ -209,6 +213,79 @@ public final class SimCli implements Runnable {
       }
       default -> throw new CommandLine.ParameterException(new CommandLine(command),
           "unknown workload '" + name + "': multi-turn, agent or mooncake");
+    }
+  }
+
+  @Command(name = "overload", mixinStandardHelpOptions = true,
+      description = "Arrivals above what the fleet serves, through an in-process router on virtual time, once per "
+          + "admission setup (no queue, FCFS, WSPT, tenants as classes 3:1, strict tiers without and with aging): "
+          + "TTFT mean and p99, per prompt size, tenant and tier, and each tenant's share; writes overload.md.")
+  static final class OverloadCommand implements Callable<Integer> {
+    @Option(names = "--engines", description = "simulated engines, default ${DEFAULT-VALUE}")
+    int engines = 4;
+
+    @Option(names = "--rate", description = "requests per second, default ${DEFAULT-VALUE}")
+    double rate = 24;
+
+    @Option(names = "--duration", description = "seconds of arrivals, default ${DEFAULT-VALUE}")
+    double duration = 60;
+
+    @Option(names = "--long-share", description = "share of long prompts, default ${DEFAULT-VALUE}")
+    double longShare = 0.3;
+
+    @Option(names = "--tier-one-share", description = "share of requests in strict tier 1, default ${DEFAULT-VALUE}")
+    double tierOneShare = 0.2;
+
+    @Option(names = "--aging-ms", description = "queue_aging_ms of the aging row, default ${DEFAULT-VALUE}")
+    long agingMillis = 10_000;
+
+    @Option(names = "--seed", description = "workload and picker seed, default ${DEFAULT-VALUE}")
+    long seed = 42;
+
+    @Option(names = "--rows", split = ",", paramLabel = "N",
+        description = "only these rows, by number from 1 (default: all)")
+    List<Integer> rows;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "where overload.md goes (default target/sim-results)")
+    Path out;
+
+    @Override
+    public Integer call() throws IOException {
+      String args = System.getProperty("sim.args", "");
+      String command = args.isBlank() ? "bin/sim overload" : "modules/router-sim/bin/sim " + args.trim();
+      FleetConfig fleet = FleetConfig.of(engines, 1, FleetConfig.DEFAULT_KV_BLOCKS, FleetConfig.DEFAULT_BLOCK_SIZE);
+      OverloadWorkload.Params params = new OverloadWorkload.Params(rate, duration, longShare, tierOneShare, seed);
+      List<Overload.Row> all = Overload.rows(agingMillis);
+      List<Overload.Row> chosen = new ArrayList<>();
+      for (int i = 0; i < all.size(); i++) {
+        if (rows == null || rows.isEmpty() || rows.contains(i + 1)) {
+          chosen.add(all.get(i));
+        }
+      }
+      String workloadText = new OverloadWorkload(params).description();
+      System.err.println("fleet: " + fleet.describe());
+      System.err.println("workload: " + workloadText);
+      Simulation.Progress progress = (label, completed, arrived, simMicros) -> System.err.printf(Locale.ROOT,
+          "[%s] %d requests done, %d arrived, %.1f s simulated%n", label, completed, arrived, simMicros / 1e6);
+      Pacer.Virtual clock = new Pacer.Virtual();
+      List<RunResult> results;
+      String mode;
+      try (InProcessRouter router = InProcessRouter.start(clock)) {
+        mode = clock.mode() + ", router on " + router.address();
+        results = Overload.run(fleet, params, chosen, seed, router.clients(), clock, progress);
+      }
+      String date = DateTimeFormatter.ISO_LOCAL_DATE_TIME.format(Instant.now().atOffset(ZoneOffset.UTC)
+          .withNano(0)) + "Z";
+      Report.Context context = new Report.Context("Admission under overload", date, command, mode,
+          fleet.describe(), workloadText);
+      String markdown = OverloadReport.markdown(context, results, duration);
+      Path dir = out != null ? out : home().resolve("target/sim-results");
+      Files.createDirectories(dir);
+      Path md = dir.resolve("overload.md");
+      Files.writeString(md, markdown);
+      System.out.println(markdown);
+      System.err.println("wrote " + md);
+      return 0;
     }
   }
 

@@ -32,7 +32,9 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import io.kvrouter.core.replication.QueuedBook;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorRefResolver;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
@@ -54,6 +56,11 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
  * timer ({@code kvrouter.replication.interval}) whose expiry runs its {@link ReplicationSender}, which sends each
  * peer's {@link ReplicaActor} what it needs. It starts by recovering the freshest replica of its region
  * ({@link AdmissionRecovery}).
+ *
+ * <p>A Book that waits in the queue is answered when the state decides it (its reply-to kept by nonce). Its reply
+ * address also travels with the state's copies, so when this incarnation ends with Books still queued (its node
+ * died), the next one answers each UNAVAILABLE {@code RECOVERING} (retryable) instead of leaving it to time out; one
+ * that stops on purpose (rebalance, shutdown) answers them so itself.
  */
 public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Command> {
 
@@ -176,6 +183,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private final AdmissionState state;
   private final ModelSlot<Command> slot;
   private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
+  private final ActorRefResolver resolver;
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final Environment env;
   private final TimerScheduler<Command> timers;
@@ -203,6 +211,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     this.env = env;
     this.timers = timers;
     this.state = state;
+    this.resolver = ActorRefResolver.get(context.getSystem());
     this.sender = new ReplicationSender<>(env.replication().resendAfter().toMillis(),
         env.replication().maxChunkBytes());
     this.transport = new ReplicationSender.Transport<>() {
@@ -226,6 +235,30 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     timers.startTimerWithFixedDelay(PublishPool.INSTANCE, env.pools().interval());
     slot.admissionStarted(context.getSelf());
     context.getLog().debug("admission for model '{}' started, epoch {}", state.model(), state.epoch());
+    answerRecoveredQueue();
+  }
+
+  /** The Books an earlier incarnation left queued: each answered UNAVAILABLE RECOVERING, where it still waits. */
+  private void answerRecoveredQueue() {
+    List<QueuedBook> orphans = state.takeRecoveredQueue();
+    if (orphans.isEmpty()) {
+      return;
+    }
+    Refused answer = new Refused(state.recoveredQueueError());
+    int answered = 0;
+    for (QueuedBook book : orphans) {
+      if (book.replyTo().isEmpty()) {
+        continue;
+      }
+      try {
+        resolver.<BookReply>resolveActorRef(book.replyTo()).tell(answer);
+        answered++;
+      } catch (RuntimeException unresolvable) {
+        // an address of a node that no longer exists resolves to nothing that could wait for the answer
+      }
+    }
+    getContext().getLog().info("model '{}': answered {} of {} Book(s) left queued by the previous incarnation",
+        state.model(), answered, orphans.size());
   }
 
   @Override
@@ -260,6 +293,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessageEquals(Wake.INSTANCE, () -> this)
         .onMessageEquals(RecoveryTimeout.INSTANCE, () -> this)
         .onMessageEquals(Stop.INSTANCE, () -> {
+          // handing over (rebalance, shutdown): the callers of queued Books retry on the next incarnation
+          state.rejectQueued();
+          answerCompletions();
           flush();
           return Behaviors.stopped();
         })
@@ -375,7 +411,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private Behavior<Command> onBook(Book m) {
     long deadline = m.timeoutMillis() > 0 ? env.clock().millis() + m.timeoutMillis() : 0;
-    BookOutcome outcome = state.book(m.request(), m.nonce(), deadline);
+    // the reply address travels with a queued Book's copies; without queueing no Book waits, so none is made
+    String caller = state.queueingEnabled() ? resolver.toSerializationFormat(m.replyTo()) : "";
+    BookOutcome outcome = state.book(m.request(), m.nonce(), deadline, caller);
     if (outcome instanceof BookOutcome.Queued) {
       queued.put(m.nonce(), m.replyTo());
       return afterCommand();

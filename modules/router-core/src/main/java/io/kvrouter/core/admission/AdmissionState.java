@@ -21,8 +21,13 @@ import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.explain.QueueWait;
+import io.kvrouter.core.policy.PolicyClass;
 import io.kvrouter.core.policy.PolicyConfig;
+import io.kvrouter.core.policy.QueueConfig;
 import io.kvrouter.core.policy.Scorers;
+import io.kvrouter.core.replication.QueuedBook;
+import io.kvrouter.core.selection.FilterReason;
 import io.kvrouter.core.selection.Candidates;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.LoadProjection;
@@ -42,13 +47,21 @@ import java.util.function.Consumer;
 
 /**
  * A model's authoritative admission state, composed of its {@link Membership} (workers, load cells, policy, the
- * published view), its {@link BookingLedger} and its {@link PendingQueue}; this class holds the rules that tie them
+ * published view), its {@link BookingLedger} and its {@link AdmissionQueue}; this class holds the rules that tie them
  * together (book, fenced mutations, leases, queue dispatch). Single-threaded (the admission actor is its only
  * caller); inline readers see it only through the published {@link SelectionView} and the load cells, which are
  * written before any answer leaves.
  *
  * <p>A Book carries a nonce so a caller that gave up can cancel exactly what it made. Queued Books that get decided
  * later surface as {@link Completion}s.
+ *
+ * <p><b>Queueing</b> (off unless a class has a busy threshold; {@link QueueConfig}): a Book waits when every rank it
+ * may go to is busy by its class's thresholds (or at least {@code busy_worker_ratio} of them; ranks the overload
+ * filter removed count as busy), or when its class already has Books waiting, which a new arrival never bypasses.
+ * Busy is judged on the load this state booked. Waiting Books leave by deficit round robin between classes, each
+ * class in its own order, whenever something may have freed capacity: a Release, a MarkPrefillDone, a load report, a
+ * worker registered or removed, a policy change, a cancel, the periodic expiry; a Book whose deadline passes first is
+ * rejected DEADLINE_EXCEEDED {@code QUEUE_DEADLINE_EXCEEDED}.
  *
  * <p>Every incarnation has an {@link #epoch()} that orders its views, load records and replication sequence numbers
  * above the previous incarnation's. What changes is recorded in a {@link ReplicationLog} and drained as
@@ -65,7 +78,7 @@ public final class AdmissionState implements ReplicationSender.Source {
   private final ReplicationLog replication;
   private final Membership membership;
   private final BookingLedger ledger;
-  private final PendingQueue queue = new PendingQueue();
+  private final AdmissionQueue queue;
   private final Candidates scratch = new Candidates();
   /** Where Books' decisions are recorded (explain), or null: not recorded. */
   private DecisionLog decisions;
@@ -75,6 +88,11 @@ public final class AdmissionState implements ReplicationSender.Source {
   /** Recovery mode: the workers that reported load since recovery began (the only ones a Book may reach). */
   private Set<String> reportedSinceRecovery;
   private long recoveryEndsAtMillis;
+  /** The Books the previous incarnation had queued, to be answered (UNAVAILABLE RECOVERING) by the caller. */
+  private List<QueuedBook> recoveredQueue = List.of();
+  /** Busy and eligible ranks of the last {@link #poolBusy} check (for explain). */
+  private int lastBusyRanks;
+  private int lastEligibleRanks;
 
   /**
    * A fresh state.
@@ -111,6 +129,8 @@ public final class AdmissionState implements ReplicationSender.Source {
         : Membership.of(recoveredView, heartbeatTimeout, overlapSource, activePrefix, publisher, replication);
     this.ledger = ledger;
     ledger.replicateTo(replication);
+    this.queue = new AdmissionQueue(membership.policy().queue());
+    queue.replicateTo(replication);
   }
 
   /**
@@ -128,7 +148,37 @@ public final class AdmissionState implements ReplicationSender.Source {
     AdmissionState state = new AdmissionState(model, settings, clock, overlap, publisher, epoch,
         new BookingLedger(recovered.ledger()), view);
     state.restore(recovered.loads(), recoveryWindow);
+    state.recoveredQueue = recovered.queued();
+    for (QueuedBook book : recovered.queued()) {
+      state.queue.rejected(book.policyClass(), RoutingError.RECOVERING);
+    }
     return state;
+  }
+
+  /**
+   * The Books that were waiting in the previous incarnation's queue when its copy was taken, once (the next call
+   * answers none): they are not resumed; the caller answers each with {@link #recoveredQueueError}.
+   */
+  public List<QueuedBook> takeRecoveredQueue() {
+    List<QueuedBook> taken = recoveredQueue;
+    recoveredQueue = List.of();
+    return taken;
+  }
+
+  /** What a Book left waiting in an earlier incarnation's queue is answered: UNAVAILABLE RECOVERING (retryable). */
+  public RoutingError recoveredQueueError() {
+    return RoutingError.unavailable(RoutingError.RECOVERING, "model '" + RoutingError.echo(model)
+        + "': the admission state moved to a new incarnation while this Book waited in its queue; retry");
+  }
+
+  /**
+   * Answers every waiting Book with UNAVAILABLE RECOVERING (the state is being handed over: rebalance, shutdown);
+   * the answers come out of {@link #drainCompletions}.
+   */
+  public void rejectQueued() {
+    queue.rejectAll(RoutingError.unavailable(RoutingError.RECOVERING, "model '" + RoutingError.echo(model)
+        + "': its admission state is moving to another node while this Book waited in its queue; retry"),
+        RoutingError.RECOVERING);
   }
 
   private void restore(List<RankRecord> loads, Duration recoveryWindow) {
@@ -165,6 +215,16 @@ public final class AdmissionState implements ReplicationSender.Source {
   /** Books waiting in the admission queue. */
   public int pending() {
     return queue.size();
+  }
+
+  /** Whether some class of the model queues (a Book may wait, and needs a reply address kept with it). */
+  public boolean queueingEnabled() {
+    return queue.config().enabled() || !queue.isEmpty();
+  }
+
+  /** The Books waiting in the admission queue, oldest first, as the state's copies keep them. */
+  public List<QueuedBook> queuedBooks() {
+    return queue.queuedBooks();
   }
 
   public String model() {
@@ -236,7 +296,8 @@ public final class AdmissionState implements ReplicationSender.Source {
   @Override
   public List<SnapshotChunk> replicaSnapshot(long nowMillis, int maxChunkBytes) {
     return SnapshotChunks.cut(model, epoch, replication.seq(), nowMillis, membership.viewState(),
-        membership.rankRecords(), ledger.snapshot().bookings(), ledger.highestAttempt(), maxChunkBytes);
+        membership.rankRecords(), ledger.snapshot().bookings(), ledger.highestAttempt(), queue.queuedBooks(),
+        maxChunkBytes);
   }
 
   /** The ledger's bookings and highest attempt, e.g. to hand a later incarnation its attempt floor. */
@@ -259,9 +320,7 @@ public final class AdmissionState implements ReplicationSender.Source {
 
   public Registered register(WorkerConfig config) {
     Registered registered = membership.register(config);
-    if (registered.created()) {
-      dispatch();
-    }
+    dispatch(Trigger.WORKER_ADDED); // a new worker, or a new config of one (more capacity), may let Books go
     return registered;
   }
 
@@ -275,7 +334,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     activePrefix.removeWorker(workerId);
     overlapSource.removeWorker(workerId);
     int dropped = ledger.dropWorker(workerId);
-    dispatch();
+    dispatch(Trigger.WORKER_REMOVED);
     return dropped;
   }
 
@@ -285,25 +344,37 @@ public final class AdmissionState implements ReplicationSender.Source {
       awaitingReport.remove(workerId);
       reportedSinceRecovery.add(workerId);
     }
-    dispatch();
+    dispatch(Trigger.LOAD_REPORT);
   }
 
-  /** Switches policy and/or parameters; bookings, loads and the queue are kept. Returns the new view version. */
+  /**
+   * Switches policy and/or parameters; bookings, loads and the queue are kept (every waiting Book put in its class
+   * under the new parameters). Returns the new view version.
+   */
   public long setPolicy(String policyName, Map<String, String> parameters) {
     long version = membership.setPolicy(policyName, parameters);
-    dispatch();
+    queue.configure(membership.policy().queue());
+    dispatch(Trigger.POLICY);
     return version;
   }
 
   // ---- booking
 
   /**
-   * Books {@code request}: a replay when its request id is live (re-bound to {@code nonce}), queued when queueing is
-   * on and the pool is busy or the class has a backlog, else selected and booked at once.
+   * Books {@code request}: a replay when its request id is live (re-bound to {@code nonce}), queued when its class
+   * queues and the pool is busy or the class has a backlog, else selected and booked at once.
    *
    * @param deadlineMillis the caller's deadline on this state's clock, or 0 for none (queue waits end before it)
    */
   public BookOutcome book(SelectionRequest request, long nonce, long deadlineMillis) {
+    return book(request, nonce, deadlineMillis, "");
+  }
+
+  /**
+   * As above; {@code replyTo} is where the caller waits (opaque here), kept with a queued Book so that the next
+   * incarnation can answer it if this one ends first ({@link #takeRecoveredQueue}).
+   */
+  public BookOutcome book(SelectionRequest request, long nonce, long deadlineMillis, String replyTo) {
     long now = clock.millis();
     if (deadlineMillis > 0 && now >= deadlineMillis) {
       // the caller has given up (its ask timed out): booking now would leave a booking nobody releases
@@ -319,27 +390,43 @@ public final class AdmissionState implements ReplicationSender.Source {
     if (view().isEmpty()) {
       return new BookOutcome.Rejected(RoutingError.unknownModel(model));
     }
-    PolicyConfig policy = membership.policy();
-    if (queueingEnabled() && (!queue.isEmpty() || allCandidatesBusy(request, now))) {
-      if (queue.size() >= policy.maxPending()) {
-        return new BookOutcome.Rejected(new RoutingError(RoutingError.Code.RESOURCE_EXHAUSTED,
-            RoutingError.QUEUE_LIMIT, "queue limit max_pending reached: " + queue.size() + " pending of "
-                + policy.maxPending()));
-      }
-      return new BookOutcome.Queued(queue.enqueue(
-          new PendingQueue.Pending(request.requestId(), nonce, request, deadlineMillis, now)));
+    QueueConfig config = queue.config();
+    if (!config.enabled()) {
+      return selectAndBook(request, nonce, now, 0, PolicyClass.DEFAULT, null);
     }
-    return selectAndBook(request, nonce, now, 0);
+    boolean projected = project(request, now);
+    int cached = projected && config.needsCachedTokens() ? Selector.bestCachedTokens(view(), request, scratch) : 0;
+    AdmissionQueue.ClassQueue cq = queue.classFor(request.policyClass(), Math.max(0, request.islTokens() - cached));
+    PolicyClass cls = cq.config;
+    if (!cls.queueingEnabled()) {
+      return selectAndBook(request, nonce, now, 0, cls.name(), null);
+    }
+    boolean backlog = cq.size > 0;
+    boolean busy = projected ? countBusy(cls) : projectionBusy;
+    if (!backlog && !busy) {
+      return selectAndBook(request, nonce, now, 0, cls.name(), null);
+    }
+    RoutingError refusal = queue.refusal(cq, membership.workers().size());
+    if (refusal != null) {
+      return new BookOutcome.Rejected(refusal);
+    }
+    queue.enqueue(cq, request.requestId(), nonce, request, replyTo, deadlineMillis, now, request.islTokens(),
+        cached, backlog ? AdmissionQueue.Reason.BACKLOG : AdmissionQueue.Reason.ALL_BUSY, lastBusyRanks,
+        lastEligibleRanks);
+    dispatch(Trigger.ENQUEUE); // another lane of its class, or its own, may be able to go
+    BookOutcome decided = queue.takeCompletion(nonce);
+    return decided != null ? decided : new BookOutcome.Queued(cq.size);
   }
 
-  private BookOutcome selectAndBook(SelectionRequest request, long nonce, long now, long queuedMicros) {
+  private BookOutcome selectAndBook(SelectionRequest request, long nonce, long now, long queuedMicros,
+      String policyClass, QueueWait wait) {
     SelectionView view = view();
     SelectionResult selection;
     try {
       SelectionRequest admissible = admissible(request);
       selection = Selector.select(view, admissible, scratch, now);
       if (decisions != null) {
-        decisions.record(DecisionKind.BOOK, view, admissible, scratch, now);
+        decisions.record(DecisionKind.BOOK, view, admissible, scratch, now, wait);
       }
     } catch (RoutingException e) {
       return new BookOutcome.Rejected(e.error());
@@ -348,7 +435,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     long decode = Scorers.requestBlocks(request.islTokens(), view.blockSize());
     RankLoad after = membership.addLoad(selection.rank(), 1, prefill, decode);
     Booking booking = ledger.open(request.requestId(), selection.rank(), prefill, decode, now, queuedMicros,
-        selection.withLoad(after), nonce, now + settings.lease().toMillis(), request.blockHashes());
+        selection.withLoad(after), nonce, now + settings.lease().toMillis(), request.blockHashes(), policyClass);
     activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
     overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
     return new BookOutcome.Booked(answer(booking, false));
@@ -385,7 +472,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     SelectionResult selection = replay
         ? booking.selection.withLoad(membership.cell(booking.rank).booked()) : booking.selection;
     return new BookingAnswer(selection, booking.requestId, booking.attempt, replay, booking.queuedMicros,
-        booking.leaseExpiresAtMillis, epoch);
+        booking.leaseExpiresAtMillis, epoch, booking.policyClass);
   }
 
   // ---- fenced mutations
@@ -396,7 +483,7 @@ public final class AdmissionState implements ReplicationSender.Source {
       return MutationResult.NOT_APPLIED;
     }
     RankLoad after = free(booking);
-    dispatch();
+    dispatch(Trigger.RELEASE);
     return new MutationResult(true, 0, new LoadUpdate(epoch, booking.rank, after));
   }
 
@@ -408,7 +495,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     }
     RankLoad after = membership.addLoad(booking.rank, 0, -booking.prefillTokens, 0);
     ledger.markPrefillDone(booking, clock.millis() + settings.lease().toMillis());
-    dispatch();
+    dispatch(Trigger.PREFILL_DONE);
     return new MutationResult(true, booking.leaseExpiresAtMillis, new LoadUpdate(epoch, booking.rank, after));
   }
 
@@ -429,7 +516,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     Booking booking = ledger.live(requestId);
     if (booking != null && booking.nonce == nonce) {
       free(booking);
-      dispatch();
+      dispatch(Trigger.CANCEL);
       return true;
     }
     return queue.cancel(requestId, nonce);
@@ -449,51 +536,106 @@ public final class AdmissionState implements ReplicationSender.Source {
     expired.forEach(this::free);
     expiredBookings += expired.size();
     overlapSource.expire(now);
-    dispatch();
+    dispatch(Trigger.EXPIRY);
     return expired.size();
   }
 
   // ---- the queue
 
-  private boolean queueingEnabled() {
-    return membership.policy().queueThresholdFrac() != null;
-  }
+  /** What may have freed capacity for a dispatch (explain's {@code dispatched_by}). */
+  private enum Trigger { RELEASE, PREFILL_DONE, LOAD_REPORT, WORKER_ADDED, WORKER_REMOVED, POLICY, EXPIRY, CANCEL,
+    ENQUEUE }
 
-  /** True when every candidate for the request holds more prefill tokens than the queue threshold allows. */
-  private boolean allCandidatesBusy(SelectionRequest request, long now) {
-    SelectionView view = view();
+  /** Whether the last {@link #project} that failed left a busy pool (every rank overloaded, or none reported yet). */
+  private boolean projectionBusy;
+
+  /**
+   * Projects the ranks {@code request} may go to into the scratch; false when the projection refused it (then
+   * {@link #projectionBusy} and the last counts say whether that refusal means busy: every eligible rank overloaded,
+   * or recovery with no worker reported yet; any other refusal is the selection's to report).
+   */
+  private boolean project(SelectionRequest request, long now) {
     try {
-      LoadProjection.projectWorkerLoads(view, admissible(request), scratch, now);
+      LoadProjection.projectWorkerLoads(view(), admissible(request), scratch, now);
+      return true;
     } catch (RoutingException e) {
-      return false; // selecting it reports the error
+      String reason = e.error().reason();
+      boolean overloaded = RoutingError.ALL_WORKERS_OVERLOADED.equals(reason)
+          || RoutingError.PINNED_WORKER_OVERLOADED.equals(reason);
+      projectionBusy = overloaded || RoutingError.RECOVERING.equals(reason);
+      lastBusyRanks = overloaded ? overloadedRanks() : 0;
+      lastEligibleRanks = lastBusyRanks;
+      return false;
     }
-    double frac = membership.policy().queueThresholdFrac();
-    for (int i = 0; i < scratch.size(); i++) {
-      if (scratch.prefillTokens(i) <= frac * view.rankWorker(scratch.rankIndex(i)).maxNumBatchedTokens()) {
-        return false;
-      }
-    }
-    return true;
   }
 
-  /** Admits queued Books in FCFS order while capacity allows; expired heads are rejected. */
-  private void dispatch() {
-    long now = clock.millis();
-    while (!queue.isEmpty()) {
-      PendingQueue.Pending head = queue.head();
-      if (head.deadlineMillis() > 0 && now >= head.deadlineMillis()) {
-        queue.pollHead();
-        queue.complete(head.nonce(), new BookOutcome.Rejected(new RoutingError(
-            RoutingError.Code.DEADLINE_EXCEEDED, RoutingError.QUEUE_DEADLINE_EXCEEDED,
-            "waited " + (now - head.enqueuedAtMillis()) + " ms in the queue past the deadline")));
-        continue;
+  /**
+   * Whether the pool the scratch holds is busy for {@code cls}: every candidate (or at least its busy-worker ratio of
+   * them) is above one of the class's thresholds, ranks the overload filter removed counting as busy ones.
+   */
+  private boolean countBusy(PolicyClass cls) {
+    SelectionView view = view();
+    int overloaded = overloadedRanks();
+    int busy = overloaded;
+    for (int i = 0; i < scratch.size(); i++) {
+      if (cls.busy().exceeded(view.rankWorker(scratch.rankIndex(i)), scratch.prefillTokens(i),
+          scratch.decodeBlocks(i))) {
+        busy++;
       }
-      if (queueingEnabled() && allCandidatesBusy(head.request(), now)) {
+    }
+    int eligible = scratch.size() + overloaded;
+    lastBusyRanks = busy;
+    lastEligibleRanks = eligible;
+    if (eligible == 0) {
+      return false;
+    }
+    Double ratio = cls.busyWorkerRatio();
+    return ratio == null ? busy == eligible : busy >= ratio * eligible;
+  }
+
+  private int overloadedRanks() {
+    int overloaded = 0;
+    for (int i = 0; i < scratch.filteredCount(); i++) {
+      if (scratch.filteredReason(i) == FilterReason.OVERLOADED) {
+        overloaded++;
+      }
+    }
+    return overloaded;
+  }
+
+  /** Whether a queued Book's class lets it go now (its pool is not busy for it). */
+  private boolean dispatchable(AdmissionQueue.Entry entry, long now) {
+    PolicyClass cls = entry.policyClass();
+    if (!cls.queueingEnabled()) {
+      return true;
+    }
+    return project(entry.request, now) ? !countBusy(cls) : !projectionBusy;
+  }
+
+  /**
+   * Rejects queued Books past their deadline, ages the long-waiting ones, then admits queued Books by deficit round
+   * robin while their pools have capacity.
+   */
+  private void dispatch(Trigger trigger) {
+    if (queue.isEmpty()) {
+      return;
+    }
+    long now = clock.millis();
+    queue.shedExpired(now);
+    queue.promoteAged(now);
+    while (true) {
+      AdmissionQueue.Entry entry = queue.popNext(e -> dispatchable(e, now));
+      if (entry == null) {
         return;
       }
-      queue.pollHead();
-      long queuedMicros = (now - head.enqueuedAtMillis()) * 1000;
-      queue.complete(head.nonce(), selectAndBook(head.request(), head.nonce(), now, queuedMicros));
+      long waitedMicros = Math.max(0, now - entry.enqueuedAtMillis) * 1000;
+      QueueWait wait = new QueueWait(entry.policyClass().name(), entry.request.strictPriority(),
+          entry.request.priority(), entry.reason.name(), entry.busyRanks, entry.eligibleRanks, entry.queuedAhead,
+          entry.uncachedTokens(), entry.aged, waitedMicros, trigger.name());
+      BookOutcome outcome = selectAndBook(entry.request, entry.nonce, now, waitedMicros, entry.policyClass().name(),
+          wait);
+      queue.dispatched(entry, outcome instanceof BookOutcome.Booked, waitedMicros);
+      queue.complete(entry.nonce, outcome);
     }
   }
 
@@ -529,6 +671,7 @@ public final class AdmissionState implements ReplicationSender.Source {
       workerList.add(new ModelSnapshot.WorkerSnapshot(worker, available, ranks));
     }
     return new ModelSnapshot(model, policy.policy().wireName(), policy.toParameters(), membership.viewVersion(),
-        view().blockSize(), workerList, bookingList, queue.size(), expiredBookings, epoch, recovering());
+        view().blockSize(), workerList, bookingList, queue.size(), expiredBookings, epoch, recovering(),
+        queue.snapshot(now, membership.workers().size()));
   }
 }

@@ -15,12 +15,15 @@ final class Booking {
   final SelectionResult selection;
   /** The request's sequence hashes: the prefixes this booking holds active on its rank. */
   final long[] sequenceHashes;
+  /** The admission queue class it was booked in ("" when not known). */
+  final String policyClass;
   long nonce;
   boolean prefillDone;
   long leaseExpiresAtMillis;
 
   Booking(String requestId, long attempt, Rank rank, long prefillTokens, long decodeBlocks, long bookedAtMillis,
-      long queuedMicros, SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes) {
+      long queuedMicros, SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes,
+      String policyClass) {
     this.requestId = requestId;
     this.attempt = attempt;
     this.rank = rank;
@@ -32,6 +35,7 @@ final class Booking {
     this.nonce = nonce;
     this.leaseExpiresAtMillis = leaseExpiresAtMillis;
     this.sequenceHashes = sequenceHashes;
+    this.policyClass = policyClass;
   }
 
   long heldPrefillTokens() {

@@ -5,6 +5,8 @@ import io.kvrouter.core.selection.SelectionResult;
 /**
  * What a Book answers: the selection (with the rank's load after booking) and the booking's fencing token;
  * {@code epoch} is the admission state's, so a relaying node can apply {@code selection.load()} to its view's cell.
+ * {@code policyClass}: the admission queue class the Book was put in ("" when not known: a booking recovered from an
+ * earlier version).
  */
 public record BookingAnswer(
     SelectionResult selection,
@@ -13,7 +15,18 @@ public record BookingAnswer(
     boolean replay,
     long queuedMicros,
     long leaseExpiresAtMillis,
-    long epoch) {
+    long epoch,
+    String policyClass) {
+
+  public BookingAnswer {
+    policyClass = policyClass == null ? "" : policyClass;
+  }
+
+  /** An answer of no known class. */
+  public BookingAnswer(SelectionResult selection, String requestId, long attempt, boolean replay, long queuedMicros,
+      long leaseExpiresAtMillis, long epoch) {
+    this(selection, requestId, attempt, replay, queuedMicros, leaseExpiresAtMillis, epoch, "");
+  }
 
   /** The booked rank's load after this booking, for a relaying node's view. */
   public LoadUpdate loadUpdate() {

@@ -34,7 +34,7 @@ public final class BookingLedger {
     for (LedgerSnapshot.Entry e : snapshot.bookings()) {
       Booking booking = new Booking(e.requestId(), e.attempt(), e.rank(), e.prefillTokens(), e.decodeBlocks(),
           e.bookedAtMillis(), e.queuedMicros(), e.selection(), e.nonce(), e.leaseExpiresAtMillis(),
-          e.sequenceHashes());
+          e.sequenceHashes(), e.policyClass());
       booking.prefillDone = e.prefillDone();
       bookings.put(booking.requestId, booking);
     }
@@ -56,7 +56,7 @@ public final class BookingLedger {
   private static LedgerSnapshot.Entry entry(Booking b) {
     return new LedgerSnapshot.Entry(b.requestId, b.attempt, b.rank, b.prefillTokens, b.decodeBlocks,
         b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, b.nonce, b.prefillDone,
-        b.leaseExpiresAtMillis);
+        b.leaseExpiresAtMillis, b.policyClass);
   }
 
   boolean isEmpty() {
@@ -81,9 +81,9 @@ public final class BookingLedger {
 
   /** Records a new booking under a fresh attempt. */
   Booking open(String requestId, Rank rank, long prefillTokens, long decodeBlocks, long nowMillis, long queuedMicros,
-      SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes) {
+      SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes, String policyClass) {
     Booking booking = new Booking(requestId, attempts.next(nowMillis), rank, prefillTokens, decodeBlocks, nowMillis,
-        queuedMicros, selection, nonce, leaseExpiresAtMillis, sequenceHashes);
+        queuedMicros, selection, nonce, leaseExpiresAtMillis, sequenceHashes, policyClass);
     bookings.put(requestId, booking);
     if (log != null && log.isEnabled()) {
       log.opened(entry(booking));

@@ -8,7 +8,8 @@ import java.util.Map;
 
 /**
  * A model's admission state as an operator sees it (Admin.GetModelState and the management routes); {@code epoch}
- * orders this incarnation after the ones before it, {@code recovering} tells that it is still in recovery mode.
+ * orders this incarnation after the ones before it, {@code recovering} tells that it is still in recovery mode;
+ * {@code queue}: the admission queue's classes, their depths, limits and counters, and the longest-waiting Books.
  */
 public record ModelSnapshot(
     String model,
@@ -21,7 +22,8 @@ public record ModelSnapshot(
     int pending,
     long expiredBookings,
     long epoch,
-    boolean recovering) {
+    boolean recovering,
+    QueueSnapshot queue) {
 
   public record WorkerSnapshot(WorkerConfig config, boolean available, List<RankSnapshot> ranks) {}
 

@@ -1,10 +1,15 @@
 package io.kvrouter.core.error;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
+
 /**
  * A rejection with a status (mapped 1:1 onto a gRPC status at the edge), a machine-readable reason and a message.
- * A plain record so it can travel in actor replies.
+ * A plain record so it can travel in actor replies. {@code details}: machine-readable facts about the rejection,
+ * each sent as a {@code kvrouter-<key>} trailer (a queue limit: {@link #DETAIL_POLICY_CLASS},
+ * {@link #DETAIL_LIMIT_KIND}, {@link #DETAIL_LIMIT_CURRENT}, {@link #DETAIL_LIMIT}); empty for most.
  */
-public record RoutingError(Code code, String reason, String message) {
+public record RoutingError(Code code, String reason, String message, Map<String, String> details) {
 
   public enum Code {
     INVALID_ARGUMENT,
@@ -66,6 +71,35 @@ public record RoutingError(Code code, String reason, String message) {
   public static final String UNKNOWN_TOKEN = "UNKNOWN_TOKEN";
   /** PERMISSION_DENIED: the call's token is known but lacks the role its service requires. */
   public static final String MISSING_ROLE = "MISSING_ROLE";
+
+  /** Details of a QUEUE_LIMIT rejection: the class, the kind of limit, the usage it was compared at and the limit. */
+  public static final String DETAIL_POLICY_CLASS = "policy-class";
+  public static final String DETAIL_LIMIT_KIND = "limit-kind";
+  public static final String DETAIL_LIMIT_CURRENT = "limit-current";
+  public static final String DETAIL_LIMIT = "limit";
+
+  public RoutingError {
+    details = details == null || details.isEmpty() ? Map.of() : Map.copyOf(details);
+  }
+
+  public RoutingError(Code code, String reason, String message) {
+    this(code, reason, message, Map.of());
+  }
+
+  /**
+   * RESOURCE_EXHAUSTED QUEUE_LIMIT: the admission queue of {@code policyClass} holds {@code current} of
+   * {@code limitKind} (requests, raw_isl_tokens, cached_tokens, max_pending) against {@code limit} ({@code how}: how
+   * the limit was made, e.g. per worker × workers); the message and the details name all four.
+   */
+  public static RoutingError queueLimit(String policyClass, String limitKind, long current, long limit, String how) {
+    Map<String, String> details = new LinkedHashMap<>();
+    details.put(DETAIL_POLICY_CLASS, policyClass);
+    details.put(DETAIL_LIMIT_KIND, limitKind);
+    details.put(DETAIL_LIMIT_CURRENT, Long.toString(current));
+    details.put(DETAIL_LIMIT, Long.toString(limit));
+    return new RoutingError(Code.RESOURCE_EXHAUSTED, QUEUE_LIMIT, "policy class '" + policyClass + "' queue "
+        + limitKind + " limit reached (current=" + current + ", limit=" + limit + ": " + how + ")", details);
+  }
 
   /** The most characters of caller input that a message quotes (see {@link #echo}). */
   public static final int MAX_ECHO = 128;

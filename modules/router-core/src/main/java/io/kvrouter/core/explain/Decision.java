@@ -31,6 +31,7 @@ public final class Decision {
   private final long nanos;
   private final SelectionView view;
   private final SelectionRequest request;
+  private final QueueWait queue;
   private final int[] ints;
   private final long[] loads;
   private final double[] costs;
@@ -40,7 +41,8 @@ public final class Decision {
   private final byte[] filteredReasons;
   private final int filteredTotal;
 
-  Decision(DecisionKind kind, long unixMs, long nanos, SelectionView view, SelectionRequest request, int[] ints,
+  Decision(DecisionKind kind, long unixMs, long nanos, SelectionView view, SelectionRequest request, QueueWait queue,
+      int[] ints,
       long[] loads, double[] costs, int chosen, int candidatesTotal, int[] filteredRanks, byte[] filteredReasons,
       int filteredTotal) {
     this.kind = kind;
@@ -48,6 +50,7 @@ public final class Decision {
     this.nanos = nanos;
     this.view = view;
     this.request = request;
+    this.queue = queue;
     this.ints = ints;
     this.loads = loads;
     this.costs = costs;
@@ -65,7 +68,7 @@ public final class Decision {
    */
   public static Decision capture(DecisionKind kind, SelectionView view, SelectionRequest request, Candidates c,
       long unixMs) {
-    return new DecisionBuffer().fill(kind, view, request, c, unixMs).snapshot();
+    return new DecisionBuffer().fill(kind, view, request, c, unixMs, null).snapshot();
   }
 
   public DecisionKind kind() {
@@ -109,7 +112,7 @@ public final class Decision {
     return new Explanation(kind.wireName(), unixMs, request.requestId() == null ? "" : request.requestId(),
         policy.policy().wireName(), view.version(), requestBlocks, candidates, candidatesTotal, filtered,
         filteredTotal, view.rank(pickedRank), worker.endpoint(), worker.region(), pickedCost, hasRunnerUp,
-        hasRunnerUp ? runnerUp : 0, hasRunnerUp ? runnerUp - pickedCost : 0, node);
+        hasRunnerUp ? runnerUp : 0, hasRunnerUp ? runnerUp - pickedCost : 0, node, queue);
   }
 
   /** The terms the policy's scorer added up into candidate k's cost (none for policies that ignore cost). */

@@ -23,6 +23,8 @@ final class DecisionBuffer {
   long nanos;
   SelectionView view;
   SelectionRequest request;
+  /** Why the Book waited in the queue; null when it did not (or for a Select). */
+  QueueWait queue;
   int size;
   int chosen;
   int candidatesTotal;
@@ -39,8 +41,10 @@ final class DecisionBuffer {
    * (same thread, before its next selection). Beyond {@link Decision#MAX_RANKS} candidates, keeps the pick and the
    * cheapest others.
    */
-  DecisionBuffer fill(DecisionKind kind, SelectionView view, SelectionRequest request, Candidates c, long unixMs) {
+  DecisionBuffer fill(DecisionKind kind, SelectionView view, SelectionRequest request, Candidates c, long unixMs,
+      QueueWait queue) {
     this.kind = kind;
+    this.queue = queue;
     this.unixMs = unixMs;
     this.nanos = System.nanoTime();
     this.view = view;
@@ -111,7 +115,7 @@ final class DecisionBuffer {
   Decision snapshot() {
     int kept = size;
     int filteredKept = filteredCount;
-    return new Decision(kind, unixMs, nanos, view, request, Arrays.copyOf(ints, kept * INTS),
+    return new Decision(kind, unixMs, nanos, view, request, queue, Arrays.copyOf(ints, kept * INTS),
         Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), chosen, candidatesTotal,
         Arrays.copyOf(filteredRanks, filteredKept), Arrays.copyOf(filteredReasons, filteredKept), filteredTotal);
   }

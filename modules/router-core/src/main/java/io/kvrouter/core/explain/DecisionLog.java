@@ -71,6 +71,12 @@ public final class DecisionLog {
    * (same thread, before its next selection).
    */
   public void record(DecisionKind kind, SelectionView view, SelectionRequest request, Candidates c, long unixMs) {
+    record(kind, view, request, c, unixMs, null);
+  }
+
+  /** As above, for a Book that waited in the admission queue ({@code queue}: why; null: it did not wait). */
+  public void record(DecisionKind kind, SelectionView view, SelectionRequest request, Candidates c, long unixMs,
+      QueueWait queue) {
     Stripe stripe = stripes[(int) Thread.currentThread().getId() & mask];
     int i = stripe.next;
     Slot slot = stripe.slots[i];
@@ -78,7 +84,7 @@ public final class DecisionLog {
     if ((version & 1) != 0 || !VERSION.compareAndSet(slot, version, version + 1)) {
       return; // another thread of this stripe is writing this slot
     }
-    slot.buffer.fill(kind, view, request, c, unixMs);
+    slot.buffer.fill(kind, view, request, c, unixMs, queue);
     VERSION.setRelease(slot, version + 2);
     stripe.next = i + 1 == stripe.slots.length ? 0 : i + 1;
   }

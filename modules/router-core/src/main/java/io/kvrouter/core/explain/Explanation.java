@@ -13,6 +13,7 @@ import java.util.Map;
  * @param margin {@code runnerUpCost - pickedCost}; 0 without a runner-up; negative when the policy did not pick the
  *     cheapest (power_of_two, a softmax temperature, round_robin, random)
  * @param node the node that decided
+ * @param queue why a Book waited in the admission queue before this decision; null when it did not wait
  */
 public record Explanation(
     String kind,
@@ -32,7 +33,8 @@ public record Explanation(
     boolean hasRunnerUp,
     double runnerUpCost,
     double margin,
-    String node) {
+    String node,
+    QueueWait queue) {
 
   /** One candidate rank; {@code costTerms} add up to {@code cost} (kv: prefill, decode, active; in_flight). */
   public record CandidateExplanation(

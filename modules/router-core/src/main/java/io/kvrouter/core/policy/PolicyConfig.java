@@ -1,12 +1,18 @@
 package io.kvrouter.core.policy;
 
+import static io.kvrouter.core.policy.PolicyParameters.bad;
+import static io.kvrouter.core.policy.PolicyParameters.nonNegative;
+import static io.kvrouter.core.policy.PolicyParameters.optionalLong;
+import static io.kvrouter.core.policy.PolicyParameters.optionalNonNegative;
+
 import io.kvrouter.core.error.RoutingError;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * A model's policy and its parameters: Dynamo's KV cost knobs, busy thresholds (overload filtering) and the
- * admission queue. Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
+ * admission queue ({@link QueueConfig}: its {@code queue_*} keys, {@code max_pending} and {@code class.<name>}
+ * definitions). Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
  */
 public record PolicyConfig(
     Policy policy,
@@ -18,8 +24,7 @@ public record PolicyConfig(
     Double activeDecodeBlocksThreshold,
     Long activePrefillTokensThreshold,
     Double activePrefillTokensThresholdFrac,
-    Double queueThresholdFrac,
-    int maxPending,
+    QueueConfig queue,
     Long seed) {
 
   public static final String TEMPERATURE = "temperature";
@@ -30,12 +35,21 @@ public record PolicyConfig(
   public static final String ACTIVE_DECODE_BLOCKS_THRESHOLD = "active_decode_blocks_threshold";
   public static final String ACTIVE_PREFILL_TOKENS_THRESHOLD = "active_prefill_tokens_threshold";
   public static final String ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC = "active_prefill_tokens_threshold_frac";
-  public static final String QUEUE_THRESHOLD_FRAC = "queue_threshold_frac";
-  public static final String MAX_PENDING = "max_pending";
+  public static final String QUEUE_THRESHOLD_FRAC = QueueConfig.QUEUE_THRESHOLD_FRAC;
+  public static final String MAX_PENDING = QueueConfig.MAX_PENDING;
   public static final String SEED = "seed";
 
+  private static final PolicyConfig DEFAULTS = new PolicyConfig(Policy.KV, 0.0, 1.0, 1.0, 0.75, 0.25, null, null,
+      null, QueueConfig.parse(QueueConfig.defaultParameters()), null);
+
   public static PolicyConfig defaults() {
-    return new PolicyConfig(Policy.KV, 0.0, 1.0, 1.0, 0.75, 0.25, null, null, null, null, 1024, null);
+    return DEFAULTS;
+  }
+
+  /** The overload thresholds: a rank above one is filtered out of selection (OVERLOADED). */
+  public BusyThresholds overload() {
+    return new BusyThresholds(activePrefillTokensThreshold, activePrefillTokensThresholdFrac,
+        activeDecodeBlocksThreshold);
   }
 
   /**
@@ -47,7 +61,7 @@ public record PolicyConfig(
     Map<String, String> merged = toParameters();
     PolicyConfig defaults = defaults();
     for (Map.Entry<String, String> entry : parameters.entrySet()) {
-      if (!merged.containsKey(entry.getKey())) {
+      if (!merged.containsKey(entry.getKey()) && !QueueConfig.isClassKey(entry.getKey())) {
         throw RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER, "unknown policy parameter '"
             + RoutingError.echo(entry.getKey()) + "'; known: " + merged.keySet()).toException();
       }
@@ -60,23 +74,18 @@ public record PolicyConfig(
   }
 
   private static PolicyConfig fromParameters(Policy policy, Map<String, String> p) {
-    PolicyConfig config = new PolicyConfig(
+    return new PolicyConfig(
         policy,
-        nonNegative(TEMPERATURE, p),
-        nonNegative(OVERLAP_CREDIT, p),
-        nonNegative(PREFILL_LOAD_SCALE, p),
-        nonNegative(HOST_CACHE_HIT_WEIGHT, p),
-        nonNegative(DISK_CACHE_HIT_WEIGHT, p),
-        optionalFraction(ACTIVE_DECODE_BLOCKS_THRESHOLD, p),
-        optionalLong(ACTIVE_PREFILL_TOKENS_THRESHOLD, p),
-        optionalFraction(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, p),
-        optionalFraction(QUEUE_THRESHOLD_FRAC, p),
-        (int) Math.min(Integer.MAX_VALUE, requiredLong(MAX_PENDING, p)),
-        optionalLong(SEED, p));
-    if (config.maxPending < 0) {
-      throw bad(MAX_PENDING, p.get(MAX_PENDING));
-    }
-    return config;
+        nonNegative(TEMPERATURE, p.get(TEMPERATURE)),
+        nonNegative(OVERLAP_CREDIT, p.get(OVERLAP_CREDIT)),
+        nonNegative(PREFILL_LOAD_SCALE, p.get(PREFILL_LOAD_SCALE)),
+        nonNegative(HOST_CACHE_HIT_WEIGHT, p.get(HOST_CACHE_HIT_WEIGHT)),
+        nonNegative(DISK_CACHE_HIT_WEIGHT, p.get(DISK_CACHE_HIT_WEIGHT)),
+        optionalNonNegative(ACTIVE_DECODE_BLOCKS_THRESHOLD, p.get(ACTIVE_DECODE_BLOCKS_THRESHOLD)),
+        optionalLong(ACTIVE_PREFILL_TOKENS_THRESHOLD, p.get(ACTIVE_PREFILL_TOKENS_THRESHOLD)),
+        optionalNonNegative(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, p.get(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC)),
+        QueueConfig.parse(p),
+        optionalLong(SEED, p.get(SEED)));
   }
 
   /** The parameters as strings, every key present ("" for an unset optional one). */
@@ -90,60 +99,12 @@ public record PolicyConfig(
     p.put(ACTIVE_DECODE_BLOCKS_THRESHOLD, text(activeDecodeBlocksThreshold));
     p.put(ACTIVE_PREFILL_TOKENS_THRESHOLD, text(activePrefillTokensThreshold));
     p.put(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, text(activePrefillTokensThresholdFrac));
-    p.put(QUEUE_THRESHOLD_FRAC, text(queueThresholdFrac));
-    p.put(MAX_PENDING, Integer.toString(maxPending));
     p.put(SEED, text(seed));
+    p.putAll(queue.parameters());
     return p;
   }
 
   private static String text(Object value) {
     return value == null ? "" : value.toString();
-  }
-
-  private static double nonNegative(String key, Map<String, String> p) {
-    double value = parseDouble(key, p.get(key));
-    if (!(value >= 0) || Double.isInfinite(value)) {
-      throw bad(key, p.get(key));
-    }
-    return value;
-  }
-
-  private static Double optionalFraction(String key, Map<String, String> p) {
-    String raw = p.get(key);
-    if (raw == null || raw.isEmpty()) {
-      return null;
-    }
-    double value = parseDouble(key, raw);
-    if (!(value >= 0) || Double.isInfinite(value)) {
-      throw bad(key, raw);
-    }
-    return value;
-  }
-
-  private static Long optionalLong(String key, Map<String, String> p) {
-    String raw = p.get(key);
-    return raw == null || raw.isEmpty() ? null : requiredLong(key, p);
-  }
-
-  private static long requiredLong(String key, Map<String, String> p) {
-    try {
-      return Long.parseLong(p.get(key));
-    } catch (NumberFormatException e) {
-      throw bad(key, p.get(key));
-    }
-  }
-
-  private static double parseDouble(String key, String raw) {
-    try {
-      return Double.parseDouble(raw);
-    } catch (NumberFormatException | NullPointerException e) {
-      throw bad(key, raw);
-    }
-  }
-
-  private static RuntimeException bad(String key, String raw) {
-    return RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER,
-        "policy parameter '" + RoutingError.echo(key) + "' has an invalid value '"
-            + RoutingError.echo(raw) + "'").toException();
   }
 }

@@ -16,7 +16,10 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
     bookings = List.copyOf(bookings);
   }
 
-  /** One live booking. {@code sequenceHashes} must not be modified. */
+  /**
+   * One live booking. {@code sequenceHashes} must not be modified. {@code policyClass}: the admission queue class it
+   * was booked in ("" when not known).
+   */
   public record Entry(
       String requestId,
       long attempt,
@@ -29,7 +32,32 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
       long[] sequenceHashes,
       long nonce,
       boolean prefillDone,
-      long leaseExpiresAtMillis) {
+      long leaseExpiresAtMillis,
+      String policyClass) {
+
+    public Entry {
+      policyClass = policyClass == null ? "" : policyClass;
+    }
+
+    /** A booking of no known class. */
+    public Entry(String requestId, long attempt, Rank rank, long prefillTokens, long decodeBlocks, long bookedAtMillis,
+        long queuedMicros, SelectionResult selection, long[] sequenceHashes, long nonce, boolean prefillDone,
+        long leaseExpiresAtMillis) {
+      this(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
+          sequenceHashes, nonce, prefillDone, leaseExpiresAtMillis, "");
+    }
+
+    /** This booking with a new prefill-done flag and lease. */
+    public Entry changed(boolean done, long leaseExpires) {
+      return new Entry(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
+          sequenceHashes, nonce, done, leaseExpires, policyClass);
+    }
+
+    /** This booking keeping only {@code hashes} of its sequence hashes. */
+    public Entry withSequenceHashes(long[] hashes) {
+      return new Entry(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
+          hashes, nonce, prefillDone, leaseExpiresAtMillis, policyClass);
+    }
 
     /** Prefill tokens the booking still holds on its rank: none once prefill is done. */
     public long heldPrefillTokens() {

@@ -46,6 +46,8 @@ public final class ModelReplica {
   private boolean awaitingSnapshot;
   private final LinkedHashMap<String, LedgerSnapshot.Entry> bookings = new LinkedHashMap<>();
   private long highestAttempt;
+  /** The Books waiting in the owner's queue, by nonce. */
+  private final LinkedHashMap<Long, QueuedBook> queued = new LinkedHashMap<>();
   private final List<SnapshotChunk> partial = new ArrayList<>();
 
   public ModelReplica(String model, long heartbeatTimeoutMillis, KvOverlapSource overlap,
@@ -81,6 +83,11 @@ public final class ModelReplica {
   /** The live bookings this copy holds, by request id. */
   public Map<String, LedgerSnapshot.Entry> bookings() {
     return Collections.unmodifiableMap(bookings);
+  }
+
+  /** The Books waiting in the owner's queue, by nonce. */
+  public Map<Long, QueuedBook> queued() {
+    return Collections.unmodifiableMap(queued);
   }
 
   /** Applies the owner's next delta: GAP if it skips a seq or belongs to a newer epoch, STALE if already applied. */
@@ -120,10 +127,14 @@ public final class ModelReplica {
     for (BookingChange change : delta.changed()) {
       LedgerSnapshot.Entry live = bookings.get(change.requestId());
       if (live != null && live.attempt() == change.attempt()) {
-        bookings.put(live.requestId(), new LedgerSnapshot.Entry(live.requestId(), live.attempt(), live.rank(),
-            live.prefillTokens(), live.decodeBlocks(), live.bookedAtMillis(), live.queuedMicros(), live.selection(),
-            live.sequenceHashes(), live.nonce(), change.prefillDone(), change.leaseExpiresAtMillis()));
+        bookings.put(live.requestId(), live.changed(change.prefillDone(), change.leaseExpiresAtMillis()));
       }
+    }
+    for (Long nonce : delta.unqueued()) {
+      queued.remove(nonce);
+    }
+    for (QueuedBook book : delta.queued()) {
+      queued.put(book.nonce(), book);
     }
     highestAttempt = Math.max(highestAttempt, delta.highestAttempt());
     seq = delta.seq();
@@ -190,7 +201,7 @@ public final class ModelReplica {
       return null;
     }
     return new RecoveredState(view, membership.rankRecords(),
-        new LedgerSnapshot(new ArrayList<>(bookings.values()), highestAttempt), seq);
+        new LedgerSnapshot(new ArrayList<>(bookings.values()), highestAttempt), seq, new ArrayList<>(queued.values()));
   }
 
   /** This copy in chunks (as of its epoch and seq), to hand a recovering actor; empty before the first view. */
@@ -199,7 +210,7 @@ public final class ModelReplica {
       return List.of();
     }
     return SnapshotChunks.cut(model, epoch, seq, nowMillis, view, membership.rankRecords(),
-        new ArrayList<>(bookings.values()), highestAttempt, maxChunkBytes);
+        new ArrayList<>(bookings.values()), highestAttempt, new ArrayList<>(queued.values()), maxChunkBytes);
   }
 
   /** Drops what the node's overlap source holds past its time to live (the approximate index's TTL). */
@@ -245,6 +256,10 @@ public final class ModelReplica {
       open(booking, nowMillis);
     }
     highestAttempt = Math.max(highestAttempt, copy.ledger().highestAttempt());
+    queued.clear();
+    for (QueuedBook book : copy.queued()) {
+      queued.put(book.nonce(), book);
+    }
     awaitingSnapshot = false;
     lastAppliedAtMillis = nowMillis;
   }

@@ -9,16 +9,19 @@ import java.util.List;
  * epoch is seq 1). {@code view} is null when membership/policy did not change. Applied to a replica that applied
  * everything before it, it yields exactly the owner's workers, policy, loads and live bookings. Applying it twice
  * changes nothing. Bookings are netted within one delta: one opened and closed in the same interval appears in
- * neither list; one closed and reopened under a new attempt appears in both.
+ * neither list; one closed and reopened under a new attempt appears in both. Queued Books are netted the same way by
+ * nonce ({@code queued}: entered the queue; {@code unqueued}: left it, by nonce).
  */
 public record ReplicaDelta(String model, long epoch, long seq, long sentAtMillis, ViewState view,
     List<RankRecord> loads, List<ClosedBooking> closed, List<LedgerSnapshot.Entry> opened,
-    List<BookingChange> changed, long highestAttempt) {
+    List<BookingChange> changed, long highestAttempt, List<QueuedBook> queued, List<Long> unqueued) {
 
   public ReplicaDelta {
     loads = List.copyOf(loads);
     closed = List.copyOf(closed);
     opened = List.copyOf(opened);
     changed = List.copyOf(changed);
+    queued = List.copyOf(queued);
+    unqueued = List.copyOf(unqueued);
   }
 }

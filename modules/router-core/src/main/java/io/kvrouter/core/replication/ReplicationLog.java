@@ -28,6 +28,11 @@ public final class ReplicationLog implements Membership.Changes {
   /** Changes to bookings opened in an earlier interval, by request id (the last one wins). */
   private final LinkedHashMap<String, BookingChange> changed = new LinkedHashMap<>();
   private final List<ClosedBooking> closed = new ArrayList<>();
+  /** Books queued (or whose class changed) this interval, by nonce, as they are now. */
+  private final LinkedHashMap<Long, QueuedBook> queued = new LinkedHashMap<>();
+  /** The nonces first queued this interval: one that leaves the queue in the same interval vanishes. */
+  private final java.util.HashSet<Long> freshlyQueued = new java.util.HashSet<>();
+  private final List<Long> unqueued = new ArrayList<>();
 
   /**
    * @param enabled whether changes are recorded. Off, nothing is recorded and {@link #drain} answers nothing: only to
@@ -54,7 +59,34 @@ public final class ReplicationLog implements Membership.Changes {
   }
 
   public boolean hasChanges() {
-    return viewChanged || !dirtyRanks.isEmpty() || !opened.isEmpty() || !changed.isEmpty() || !closed.isEmpty();
+    return viewChanged || !dirtyRanks.isEmpty() || !opened.isEmpty() || !changed.isEmpty() || !closed.isEmpty()
+        || !queued.isEmpty() || !unqueued.isEmpty();
+  }
+
+  /** A Book entered the admission queue. */
+  public void queued(QueuedBook book) {
+    if (enabled) {
+      queued.put(book.nonce(), book);
+      freshlyQueued.add(book.nonce());
+    }
+  }
+
+  /** A queued Book was put in another class (a policy change): the copies replace their entry of its nonce. */
+  public void requeued(QueuedBook book) {
+    if (enabled) {
+      queued.put(book.nonce(), book);
+    }
+  }
+
+  /** The queued Book of this nonce left the queue (booked, rejected, cancelled, superseded). */
+  public void unqueued(long nonce) {
+    if (!enabled) {
+      return;
+    }
+    queued.remove(nonce);
+    if (!freshlyQueued.remove(nonce)) {
+      unqueued.add(nonce);
+    }
   }
 
   /** Membership, configs or policy changed (a new view was published). */
@@ -84,10 +116,7 @@ public final class ReplicationLog implements Membership.Changes {
     }
     LedgerSnapshot.Entry fresh = opened.get(change.requestId());
     if (fresh != null && fresh.attempt() == change.attempt()) {
-      opened.put(change.requestId(), new LedgerSnapshot.Entry(fresh.requestId(), fresh.attempt(), fresh.rank(),
-          fresh.prefillTokens(), fresh.decodeBlocks(), fresh.bookedAtMillis(), fresh.queuedMicros(),
-          fresh.selection(), fresh.sequenceHashes(), fresh.nonce(), change.prefillDone(),
-          change.leaseExpiresAtMillis()));
+      opened.put(change.requestId(), fresh.changed(change.prefillDone(), change.leaseExpiresAtMillis()));
     } else {
       changed.put(change.requestId(), change);
     }
@@ -154,12 +183,23 @@ public final class ReplicationLog implements Membership.Changes {
         pieces.loads.add(record);
       }
     }
+    for (Long nonce : unqueued) {
+      pieces.room(SnapshotChunks.unqueuedBytes());
+      pieces.unqueued.add(nonce);
+    }
+    for (QueuedBook book : queued.values()) {
+      pieces.room(SnapshotChunks.queuedBytes(book));
+      pieces.queued.add(book);
+    }
     pieces.cut();
     viewChanged = false;
     dirtyRanks.clear();
     opened.clear();
     changed.clear();
     closed.clear();
+    queued.clear();
+    freshlyQueued.clear();
+    unqueued.clear();
     return pieces.deltas;
   }
 
@@ -173,7 +213,7 @@ public final class ReplicationLog implements Membership.Changes {
       throw new IllegalStateException("drain the pending changes instead of probing");
     }
     return new ReplicaDelta(model, epoch, ++seq, nowMillis, null, List.of(), List.of(), List.of(), List.of(),
-        highestAttempt);
+        highestAttempt, List.of(), List.of());
   }
 
   /** The deltas of one drain, filled in order and cut when the next item would pass the budget. */
@@ -187,6 +227,8 @@ public final class ReplicationLog implements Membership.Changes {
     List<LedgerSnapshot.Entry> opened = new ArrayList<>();
     List<BookingChange> changed = new ArrayList<>();
     List<RankRecord> loads = new ArrayList<>();
+    List<QueuedBook> queued = new ArrayList<>();
+    List<Long> unqueued = new ArrayList<>();
     long size;
 
     Pieces(long nowMillis, long highestAttempt, int maxBytes) {
@@ -198,7 +240,8 @@ public final class ReplicationLog implements Membership.Changes {
 
     /** Makes room for an item of {@code bytes}: cuts the current delta first if the item would not fit in it. */
     void room(int bytes) {
-      boolean empty = view == null && closed.isEmpty() && opened.isEmpty() && changed.isEmpty() && loads.isEmpty();
+      boolean empty = view == null && closed.isEmpty() && opened.isEmpty() && changed.isEmpty() && loads.isEmpty()
+          && queued.isEmpty() && unqueued.isEmpty();
       if (!empty && size + bytes > maxBytes) {
         cut();
       }
@@ -207,12 +250,14 @@ public final class ReplicationLog implements Membership.Changes {
 
     void cut() {
       deltas.add(new ReplicaDelta(model, epoch, ++seq, nowMillis, view, loads, closed, opened, changed,
-          highestAttempt));
+          highestAttempt, queued, unqueued));
       view = null;
       closed = new ArrayList<>();
       opened = new ArrayList<>();
       changed = new ArrayList<>();
       loads = new ArrayList<>();
+      queued = new ArrayList<>();
+      unqueued = new ArrayList<>();
       size = SnapshotChunks.deltaBaseBytes(model);
     }
   }

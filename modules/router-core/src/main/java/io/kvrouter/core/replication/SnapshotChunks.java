@@ -42,38 +42,63 @@ public final class SnapshotChunks {
   private static final int DELTA_KEYS = keys(ReplicaDelta.class);
   private static final int CLOSED_KEYS = keys(ClosedBooking.class);
   private static final int CHANGE_KEYS = keys(BookingChange.class);
+  private static final int QUEUED_KEYS = keys(QueuedBook.class);
 
   private SnapshotChunks() {}
 
   /**
    * The chunks of one copy as of (epoch, seq): chunk 0 carries {@code view} and {@code loads} and as many bookings as
-   * fit, the others only bookings; at least one chunk, even with no booking. Every chunk's estimate stays within
-   * {@code maxChunkBytes} except chunk 0 when the view and loads alone exceed it (they cannot be split). A booking too
-   * large for an empty chunk keeps only the leading sequence hashes that fit.
+   * fit, the others only bookings, then the queued Books; at least one chunk, even with no booking. Every chunk's
+   * estimate stays within {@code maxChunkBytes} except chunk 0 when the view and loads alone exceed it (they cannot
+   * be split). A booking too large for an empty chunk keeps only the leading sequence hashes that fit.
    */
   public static List<SnapshotChunk> cut(String model, long epoch, long seq, long sentAtMillis, ViewState view,
       List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt, int maxChunkBytes) {
+    return cut(model, epoch, seq, sentAtMillis, view, loads, bookings, highestAttempt, List.of(), maxChunkBytes);
+  }
+
+  /** As above, with the Books waiting in the owner's queue. */
+  public static List<SnapshotChunk> cut(String model, long epoch, long seq, long sentAtMillis, ViewState view,
+      List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt, List<QueuedBook> queued,
+      int maxChunkBytes) {
     int header = (int) baseBytes(model, null, List.of());
     List<List<LedgerSnapshot.Entry>> parts = new ArrayList<>();
+    List<List<QueuedBook>> queuedParts = new ArrayList<>();
     List<LedgerSnapshot.Entry> current = new ArrayList<>();
+    List<QueuedBook> currentQueued = new ArrayList<>();
     long size = baseBytes(model, view, loads);
     for (LedgerSnapshot.Entry booking : bookings) {
       LedgerSnapshot.Entry fitted = fitAlone(booking, maxChunkBytes - header);
       int bytes = entryBytes(fitted);
       if (size + bytes > maxChunkBytes && (!current.isEmpty() || parts.isEmpty())) {
         parts.add(current);
+        queuedParts.add(currentQueued);
         current = new ArrayList<>();
+        currentQueued = new ArrayList<>();
         size = header;
       }
       current.add(fitted);
       size += bytes;
     }
+    for (QueuedBook book : queued) {
+      int bytes = queuedBytes(book);
+      if (size + bytes > maxChunkBytes && (!current.isEmpty() || !currentQueued.isEmpty() || parts.isEmpty())) {
+        parts.add(current);
+        queuedParts.add(currentQueued);
+        current = new ArrayList<>();
+        currentQueued = new ArrayList<>();
+        size = header;
+      }
+      currentQueued.add(book);
+      size += bytes;
+    }
     parts.add(current);
+    queuedParts.add(currentQueued);
     int count = parts.size();
     List<SnapshotChunk> chunks = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
       chunks.add(new SnapshotChunk(model, epoch, seq, i, count, sentAtMillis, i == 0 ? view : null,
-          i == 0 ? loads : List.of(), parts.get(i), highestAttempt));
+          i == 0 ? loads : List.of(), parts.get(i), highestAttempt, queuedParts.get(i)));
     }
     return chunks;
   }
@@ -87,9 +112,7 @@ public final class SnapshotChunks {
     long[] hashes = booking.sequenceHashes();
     int withoutHashes = bytes - NUMBER * hashes.length;
     int keep = (int) Math.max(0, Math.min(hashes.length, (long) (budget - withoutHashes) / NUMBER));
-    return new LedgerSnapshot.Entry(booking.requestId(), booking.attempt(), booking.rank(), booking.prefillTokens(),
-        booking.decodeBlocks(), booking.bookedAtMillis(), booking.queuedMicros(), booking.selection(),
-        Arrays.copyOf(hashes, keep), booking.nonce(), booking.prefillDone(), booking.leaseExpiresAtMillis());
+    return booking.withSequenceHashes(Arrays.copyOf(hashes, keep));
   }
 
   /**
@@ -114,15 +137,17 @@ public final class SnapshotChunks {
       byIndex[chunk.index()] = chunk;
     }
     List<LedgerSnapshot.Entry> bookings = new ArrayList<>();
+    List<QueuedBook> queued = new ArrayList<>();
     for (int i = 0; i < byIndex.length; i++) {
       if (byIndex[i] == null) {
         throw new IllegalArgumentException("chunk " + i + " of " + byIndex.length + " missing");
       }
       bookings.addAll(byIndex[i].bookings());
+      queued.addAll(byIndex[i].queued());
     }
     SnapshotChunk head = byIndex[0];
     return new RecoveredState(head.view(), head.loads(), new LedgerSnapshot(bookings, head.highestAttempt()),
-        head.seq());
+        head.seq(), queued);
   }
 
   private static String stamp(SnapshotChunk chunk) {
@@ -137,13 +162,19 @@ public final class SnapshotChunks {
     for (LedgerSnapshot.Entry booking : chunk.bookings()) {
       size += entryBytes(booking);
     }
+    for (QueuedBook book : chunk.queued()) {
+      size += queuedBytes(book);
+    }
     return (int) Math.min(Integer.MAX_VALUE, size);
   }
 
-  /** A chunk without its bookings: its keys, model, numbers, view (or null), loads and the bookings' list header. */
+  /**
+   * A chunk without its bookings and queued Books: its keys, model, numbers, view (or null), loads and the lists'
+   * headers.
+   */
   private static long baseBytes(String model, ViewState view, List<RankRecord> loads) {
     long size = HEADER + CHUNK_KEYS + string(model) + 6 * NUMBER + (view == null ? SMALL : viewBytes(view))
-        + HEADER + HEADER;
+        + HEADER + HEADER + HEADER;
     for (RankRecord load : loads) {
       size += rankRecordBytes(load);
     }
@@ -165,12 +196,25 @@ public final class SnapshotChunks {
     for (RankRecord load : delta.loads()) {
       size += rankRecordBytes(load);
     }
+    for (QueuedBook book : delta.queued()) {
+      size += queuedBytes(book);
+    }
+    size += (long) NUMBER * delta.unqueued().size();
     return (int) Math.min(Integer.MAX_VALUE, size);
   }
 
   /** A delta without its lists' items: its keys, model, numbers and the lists' headers. */
   static int deltaBaseBytes(String model) {
-    return HEADER + DELTA_KEYS + string(model) + 4 * NUMBER + SMALL + 4 * HEADER;
+    return HEADER + DELTA_KEYS + string(model) + 4 * NUMBER + SMALL + 6 * HEADER;
+  }
+
+  static int queuedBytes(QueuedBook book) {
+    return HEADER + QUEUED_KEYS + string(book.requestId()) + 2 * NUMBER + string(book.replyTo())
+        + string(book.policyClass());
+  }
+
+  static int unqueuedBytes() {
+    return NUMBER;
   }
 
   static int closedBytes(ClosedBooking closed) {
@@ -183,7 +227,7 @@ public final class SnapshotChunks {
 
   public static int entryBytes(LedgerSnapshot.Entry e) {
     return HEADER + ENTRY_KEYS + string(e.requestId()) + rankBytes(e.rank()) + 7 * NUMBER + SMALL
-        + selectionBytes(e.selection()) + HEADER + NUMBER * e.sequenceHashes().length;
+        + selectionBytes(e.selection()) + HEADER + NUMBER * e.sequenceHashes().length + string(e.policyClass());
   }
 
   public static int viewBytes(ViewState view) {

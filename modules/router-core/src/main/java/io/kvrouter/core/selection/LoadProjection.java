@@ -123,8 +123,9 @@ public final class LoadProjection {
   }
 
   /**
-   * Busy-threshold overload: decode blocks above a fraction of the rank's KV blocks, or prefill tokens above an
-   * absolute threshold or a fraction of max batched tokens. Judged on the larger of booked and engine-reported load.
+   * Busy-threshold overload ({@link PolicyConfig#overload}): decode blocks above a fraction of the rank's KV blocks,
+   * or prefill tokens above an absolute threshold or a fraction of max batched tokens. Judged on the larger of booked
+   * and engine-reported load.
    */
   public static boolean isOverloaded(PolicyConfig policy, WorkerConfig worker, RankLoad booked, ReportedLoad reported) {
     long decode = booked.decodeBlocks();
@@ -133,15 +134,6 @@ public final class LoadProjection {
       decode = Math.max(decode, reported.decodeBlocks());
       prefill = Math.max(prefill, reported.prefillTokens());
     }
-    Double decodeFrac = policy.activeDecodeBlocksThreshold();
-    if (decodeFrac != null && decode > decodeFrac * worker.totalKvBlocks()) {
-      return true;
-    }
-    Long prefillAbs = policy.activePrefillTokensThreshold();
-    if (prefillAbs != null && prefill > prefillAbs) {
-      return true;
-    }
-    Double prefillFrac = policy.activePrefillTokensThresholdFrac();
-    return prefillFrac != null && prefill > prefillFrac * worker.maxNumBatchedTokens();
+    return policy.overload().exceeded(worker, prefill, decode);
   }
 }

@@ -37,6 +37,12 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
   public static final int MAX_POLICY_KEY_LENGTH = 64;
   public static final int MAX_POLICY_VALUE_LENGTH = 256;
   public static final int MAX_RANKS_PER_LOAD_REPORT = MAX_DP_RANK_END;
+  /** The largest priority jump (seconds of head start in FCFS); a negative one counts as 0. */
+  public static final int MAX_PRIORITY = 1_000_000;
+  /** Strict-priority tiers are 0 to this. */
+  public static final int MAX_STRICT_PRIORITY = 65_535;
+  /** A request's policy_class (a class or family name). */
+  public static final int MAX_POLICY_CLASS_LENGTH = 64;
   /**
    * A KV event batch is fanned out to the region's nodes in one remoting message, which must fit one Artery frame
    * (256 KiB): at most this many events, and this many block hashes over all its events (two longs per stored block).
@@ -97,6 +103,15 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     requireLength("pinned_worker", request.pinnedWorker(), MAX_ID_LENGTH);
     requireAllowedWorkers(request.allowedWorkers());
     requireExcludedWorkers(request.excludedWorkers());
+    if (request.priority() > MAX_PRIORITY) {
+      throw RoutingError.invalid(RoutingError.INVALID_SIZE, "priority must be at most " + MAX_PRIORITY
+          + " (a negative one counts as 0), got " + request.priority()).toException();
+    }
+    if (request.strictPriority() < 0 || request.strictPriority() > MAX_STRICT_PRIORITY) {
+      throw RoutingError.invalid(RoutingError.INVALID_SIZE, "strict_priority must be in [0, " + MAX_STRICT_PRIORITY
+          + "], got " + Integer.toUnsignedString(request.strictPriority())).toException();
+    }
+    requireLength("policy_class", request.policyClass(), MAX_POLICY_CLASS_LENGTH);
     checkOverride("temperature", request.temperature());
     checkOverride("overlap_credit", request.overlapCredit());
     checkOverride("prefill_load_scale", request.prefillLoadScale());

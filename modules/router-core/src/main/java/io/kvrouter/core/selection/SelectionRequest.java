@@ -9,6 +9,11 @@ import java.util.Set;
  * <p>{@code allowedWorkers} (when non-empty) names the only candidates; {@code excludedWorkers} names workers that
  * are never candidates, e.g. those a front already tried for this request (a retry books again without them).
  * Exclusion is applied after the allow list, so a worker in both is excluded.
+ *
+ * <p>The admission queue reads three more fields: {@code priority} (the queue's priority jump: FCFS orders a Book as
+ * if it had waited {@code priority} seconds longer, WSPT weighs it {@code 1 + priority}; negative counts as 0),
+ * {@code strictPriority} (a tier: a higher one always leaves the queue first within its class) and
+ * {@code policyClass} (the class or family the request names; empty: none).
  */
 public record SelectionRequest(
     String model,
@@ -23,7 +28,9 @@ public record SelectionRequest(
     int priority,
     Double temperature,
     Double overlapCredit,
-    Double prefillLoadScale) {
+    Double prefillLoadScale,
+    int strictPriority,
+    String policyClass) {
 
   private static final long[] NO_HASHES = new long[0];
 
@@ -32,9 +39,18 @@ public record SelectionRequest(
     pinnedWorker = pinnedWorker == null || pinnedWorker.isEmpty() ? null : pinnedWorker;
     allowedWorkers = allowedWorkers == null ? Set.of() : allowedWorkers;
     excludedWorkers = excludedWorkers == null ? Set.of() : excludedWorkers;
+    policyClass = policyClass == null ? "" : policyClass;
   }
 
-  /** A request that excludes no worker. */
+  /** A request in no strict tier and naming no class. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, 0, "");
+  }
+
+  /** A request that excludes no worker, in no strict tier and naming no class. */
   public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens,
       int expectedOutputTokens, String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, int priority,
       Double temperature, Double overlapCredit, Double prefillLoadScale) {
@@ -45,18 +61,28 @@ public record SelectionRequest(
   /** This request under another request id (a retry books under a new one). */
   public SelectionRequest withRequestId(String id) {
     return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
-        allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale);
+        allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
+        policyClass);
   }
 
   /** This request with {@code excluded} as its excluded workers. */
   public SelectionRequest withExcludedWorkers(Set<String> excluded) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
-        pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale);
+        pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
+        policyClass);
   }
 
-  /** This request with {@code allowed} as its allowed workers. */
+  /** This request with {@code allowed} as its allowed workers (recovery mode's admissible workers too). */
   public SelectionRequest withAllowedWorkers(Set<String> allowed) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
-        pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale);
+        pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
+        policyClass);
+  }
+
+  /** This request in strict tier {@code tier} of the class or family {@code policyClassName}. */
+  public SelectionRequest withQueueing(int tier, String policyClassName) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, tier,
+        policyClassName);
   }
 }

@@ -10,7 +10,8 @@ import java.util.Set;
  * OpenAI bodies, the endpoint picker's), to a validated {@link SelectionRequest}: the prompt's length and shape
  * checked, the prompt reduced to the sequence hashes of its full blocks (hashed from token ids, or chained from the
  * local block hashes sent, seeded by {@code cache_salt} and {@code lora_name}), and every limit of
- * {@link RequestLimits} applied.
+ * {@link RequestLimits} applied. {@code strictPriority} and {@code policyClass} are the admission queue's tier and
+ * class (a transport that carries none leaves them 0 and empty).
  */
 public final class SelectionRequests {
   private final RequestLimits limits;
@@ -33,7 +34,19 @@ public final class SelectionRequests {
       int blockHashCount, int islTokens, int expectedOutputTokens, String loraName, String cacheSalt,
       String pinnedWorker, Integer pinnedDpRank, Collection<String> allowedWorkers,
       Collection<String> excludedWorkers, int priority, Double temperature, Double overlapCredit,
-      Double prefillLoadScale) {}
+      Double prefillLoadScale, int strictPriority, String policyClass) {
+
+    /** Fields of a request in no strict tier and naming no admission queue class. */
+    public Fields(String model, String requestId, int[] tokenIds, int tokenCount, long[] blockHashes,
+        int blockHashCount, int islTokens, int expectedOutputTokens, String loraName, String cacheSalt,
+        String pinnedWorker, Integer pinnedDpRank, Collection<String> allowedWorkers,
+        Collection<String> excludedWorkers, int priority, Double temperature, Double overlapCredit,
+        Double prefillLoadScale) {
+      this(model, requestId, tokenIds, tokenCount, blockHashes, blockHashCount, islTokens, expectedOutputTokens,
+          loraName, cacheSalt, pinnedWorker, pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature,
+          overlapCredit, prefillLoadScale, 0, "");
+    }
+  }
 
   /**
    * A validated domain request. The prompt length is the token count when token ids are sent, else isl_tokens (then
@@ -71,7 +84,9 @@ public final class SelectionRequests {
         in.priority(),
         in.temperature(),
         in.overlapCredit(),
-        in.prefillLoadScale());
+        in.prefillLoadScale(),
+        in.strictPriority(),
+        in.policyClass());
     limits.validate(request, forBook);
     return request;
   }

@@ -51,6 +51,24 @@ public final class Selector {
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
   }
 
+  /**
+   * The most prompt tokens any candidate {@code c} holds cached ({@link SelectionAnswers#cachedTokens}), looking the
+   * overlaps up whatever the policy: {@code c} was filled by {@link LoadProjection#projectWorkerLoads} for
+   * {@code request} on {@code view}. 0 without candidates or block hashes.
+   */
+  public static int bestCachedTokens(SelectionView view, SelectionRequest request, Candidates c) {
+    long[] hashes = request.blockHashes();
+    if (hashes.length == 0 || c.size() == 0) {
+      return 0;
+    }
+    view.overlapSource().overlaps(view, hashes, c);
+    int best = 0;
+    for (int i = 0; i < c.size(); i++) {
+      best = Math.max(best, SelectionAnswers.cachedTokens(view, request, c, i));
+    }
+    return best;
+  }
+
   /** What the policy's scorer reads of {@code request} on a model of {@code blockSize}, overrides applied. */
   public static Scoring scoring(PolicyConfig policy, SelectionRequest request, int blockSize) {
     return new Scoring(request.islTokens(), blockSize, Scorers.requestBlocks(request.islTokens(), blockSize),

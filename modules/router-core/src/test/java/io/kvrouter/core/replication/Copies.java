@@ -32,6 +32,7 @@ final class Copies {
     state.put("bookings", bookings(owner.ledgerSnapshot().bookings()));
     state.put("highestAttempt", owner.ledgerSnapshot().highestAttempt());
     state.put("activePrefix", activePrefix(owner.view(), probes));
+    state.put("queued", owner.queuedBooks().toString());
     return state;
   }
 
@@ -51,6 +52,7 @@ final class Copies {
     state.put("bookings", bookings(copy.ledger().bookings()));
     state.put("highestAttempt", copy.ledger().highestAttempt());
     state.put("activePrefix", activePrefix(replica.view(), probes));
+    state.put("queued", copy.queued().toString());
     return state;
   }
 

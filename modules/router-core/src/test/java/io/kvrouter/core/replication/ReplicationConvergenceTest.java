@@ -23,8 +23,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Owner state → deltas → replica: under random sequences of every command, with deltas drained at random points, the
- * replica equals the owner (workers, policy, every rank's booked and reported load, live bookings, active prefixes)
- * after every delta; a delta applied twice changes nothing; a dropped delta makes the next one a GAP, and a snapshot
+ * replica equals the owner (workers, policy, every rank's booked and reported load, live bookings, active prefixes,
+ * queued Books: queueing is switched on and off at random) after every delta; a delta applied twice changes nothing; a dropped delta makes the next one a GAP, and a snapshot
  * restores equality.
  */
 class ReplicationConvergenceTest {
@@ -42,6 +42,7 @@ class ReplicationConvergenceTest {
     final List<long[]> chains = new ArrayList<>();
     final List<WorkerConfig> workers = new ArrayList<>();
     int applied;
+    boolean queuedOnce;
 
     Run(long seed) {
       random = new Random(seed);
@@ -69,10 +70,15 @@ class ReplicationConvergenceTest {
         } else if (op < 45) {
           long[] chain = chains.get(random.nextInt(chains.size()));
           long[] hashes = java.util.Arrays.copyOf(chain, 1 + random.nextInt(chain.length));
+          long nonce = random.nextLong();
           BookOutcome outcome = owner.book(new SelectionRequest(MODEL, "r" + random.nextInt(12), hashes,
-              16 * hashes.length + random.nextInt(16), 0, null, null, null, 0, null, null, null),
-              random.nextLong(), 0);
-          assertThat(outcome).isNotInstanceOf(BookOutcome.Queued.class);
+              16 * hashes.length + random.nextInt(16), 0, null, null, null, null, random.nextInt(3), null, null, null,
+              random.nextInt(2), random.nextBoolean() ? "" : "gold"), nonce,
+              random.nextInt(3) == 0 ? clock.millis() + random.nextInt(50) : 0, "caller-" + nonce);
+          if (outcome instanceof BookOutcome.Queued) {
+            queuedOnce = true;
+          }
+          owner.drainCompletions();
         } else if (op < 60) {
           LedgerSnapshot.Entry live = anyLive();
           if (live != null) {
@@ -93,7 +99,17 @@ class ReplicationConvergenceTest {
           owner.expire();
         } else if (op < 88) {
           String seed = random.nextBoolean() ? "" : Long.toString(random.nextInt(100));
-          owner.setPolicy(POLICIES[random.nextInt(POLICIES.length)], Map.of("seed", seed));
+          String queueing = random.nextBoolean() ? "" : Integer.toString(random.nextInt(64));
+          owner.setPolicy(POLICIES[random.nextInt(POLICIES.length)], Map.of("seed", seed,
+              "queue_prefill_tokens_threshold", queueing, "class.gold",
+              random.nextBoolean() ? "" : "quantum=" + (1 + random.nextInt(100))));
+          owner.drainCompletions();
+        } else if (op < 92) {
+          List<QueuedBook> waiting = owner.queuedBooks();
+          if (!waiting.isEmpty()) {
+            QueuedBook book = waiting.get(random.nextInt(waiting.size()));
+            assertThat(owner.cancelBook(book.requestId(), book.nonce())).isTrue();
+          }
         } else {
           WorkerConfig worker = workers.get(random.nextInt(workers.size()));
           owner.reportLoad(worker.workerId(), List.of(new RankReport(random.nextInt(worker.dpSize()),
@@ -136,6 +152,7 @@ class ReplicationConvergenceTest {
   @Test
   void replicaEqualsOwnerAfterEveryDelta() {
     int deltas = 0;
+    int queuing = 0;
     for (long seed = 0; seed < RUNS; seed++) {
       Run run = new Run(seed);
       run.snapshotTo(4096); // a new peer starts from a full copy
@@ -149,8 +166,10 @@ class ReplicationConvergenceTest {
       assertThat(Copies.ofReplica(run.replica, run.chains)).as("seed %d", seed)
           .isEqualTo(Copies.expected(run.owner, run.chains));
       deltas += run.applied;
+      queuing += run.queuedOnce ? 1 : 0;
     }
     assertThat(deltas).as("deltas applied over all runs").isGreaterThan(RUNS * 20);
+    assertThat(queuing).as("runs in which some Book waited").isGreaterThan(RUNS / 4);
   }
 
   @Test

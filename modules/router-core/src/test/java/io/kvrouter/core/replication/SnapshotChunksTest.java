@@ -69,6 +69,33 @@ class SnapshotChunksTest {
   }
 
   @Test
+  void queuedBooksFollowTheBookingsUnderTheBudgetAndComeBackInOrder() {
+    List<LedgerSnapshot.Entry> bookings = List.of(booking("b0", 10), booking("b1", 10));
+    List<QueuedBook> queued = new ArrayList<>();
+    for (int i = 0; i < 3_000; i++) {
+      queued.add(new QueuedBook("queued-" + i, -i, "pekko://kvrouter@127.0.0.1:25520/temp/$" + i, "gold",
+          1_700_000_000_000L + i));
+    }
+    int budget = 16 * 1024;
+    List<SnapshotChunk> chunks = SnapshotChunks.cut("m", 3, 17, 5, VIEW, LOADS, bookings, 1, queued, budget);
+    assertThat(chunks.size()).isGreaterThan(10);
+    for (SnapshotChunk chunk : chunks) {
+      assertThat(SnapshotChunks.estimatedBytes(chunk)).isLessThanOrEqualTo(budget);
+    }
+    List<SnapshotChunk> shuffled = new ArrayList<>(chunks);
+    Collections.shuffle(shuffled, new Random(3));
+    RecoveredState copy = RecoveredState.of(shuffled);
+    assertThat(copy.queued()).isEqualTo(queued);
+    assertThat(Copies.bookings(copy.ledger().bookings())).isEqualTo(Copies.bookings(bookings));
+    SnapshotChunk one = chunks.get(chunks.size() - 1);
+    List<QueuedBook> plusOne = new ArrayList<>(one.queued());
+    plusOne.add(queued.get(0));
+    SnapshotChunk oneMore = new SnapshotChunk(one.model(), one.epoch(), one.seq(), one.index(), one.count(),
+        one.sentAtMillis(), null, List.of(), List.of(), one.highestAttempt(), plusOne);
+    assertThat(SnapshotChunks.estimatedBytes(oneMore)).isGreaterThan(SnapshotChunks.estimatedBytes(one));
+  }
+
+  @Test
   void anEmptyModelIsOneChunkCarryingTheView() {
     ViewState empty = new ViewState("m", 3, 1, List.of(), "kv", Map.of());
     List<SnapshotChunk> chunks = SnapshotChunks.cut("m", 3, 0, 5, empty, List.of(), List.of(), 0, 1024);
@@ -99,7 +126,7 @@ class SnapshotChunksTest {
     LedgerSnapshot.Entry oneMore = withHashes(all.get(1), java.util.Arrays.copyOf(huge.sequenceHashes(),
         kept.length + 1));
     assertThat(SnapshotChunks.estimatedBytes(new SnapshotChunk("m", 3, 1, alone.index(), alone.count(), 5, null,
-        List.of(), List.of(oneMore), 0))).isGreaterThan(budget);
+        List.of(), List.of(oneMore), 0, List.of()))).isGreaterThan(budget);
   }
 
   @Test

@@ -53,6 +53,24 @@ class RequestLimitsTest {
   }
 
   @Test
+  void theQueueFieldsAreBounded() {
+    limits.validate(request(-5, 0, ""), true); // a negative priority counts as 0
+    limits.validate(request(RequestLimits.MAX_PRIORITY, RequestLimits.MAX_STRICT_PRIORITY, "x".repeat(64)), true);
+    assertThat(reasonOf(() -> limits.validate(request(RequestLimits.MAX_PRIORITY + 1, 0, ""), true)))
+        .isEqualTo("INVALID_SIZE");
+    assertThat(reasonOf(() -> limits.validate(request(0, RequestLimits.MAX_STRICT_PRIORITY + 1, ""), true)))
+        .isEqualTo("INVALID_SIZE");
+    assertThat(reasonOf(() -> limits.validate(request(0, -1, ""), true))).as("a uint32 above 2^31")
+        .isEqualTo("INVALID_SIZE");
+    assertThat(reasonOf(() -> limits.validate(request(0, 0, "x".repeat(65)), true))).isEqualTo("FIELD_TOO_LONG");
+  }
+
+  private static SelectionRequest request(int priority, int strictPriority, String policyClass) {
+    return new SelectionRequest("m", "r", null, 10, 0, null, null, null, null, priority, null, null, null, strictPriority,
+        policyClass);
+  }
+
+  @Test
   void anEchoIsCutAfter128Characters() {
     assertThat(RoutingError.echo("short")).isEqualTo("short");
     assertThat(RoutingError.echo("x".repeat(10_000))).isEqualTo("x".repeat(128) + "...");

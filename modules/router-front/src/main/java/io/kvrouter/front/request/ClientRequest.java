@@ -12,6 +12,9 @@ import java.util.Map;
  * @param priority higher is served first when the model's admission queue holds Books
  * @param global book in the least-loaded region's pool instead of this node's region
  * @param explain the response names the pick in {@link FrontHeaders#EXPLAIN}
+ * @param strictPriority the admission queue's strict tier ({@link FrontHeaders#STRICT_PRIORITY}), default 0
+ * @param policyClass the admission queue class or family ({@link FrontHeaders#POLICY_CLASS}), default empty
  */
 public record ClientRequest(Endpoint endpoint, String model, boolean stream, Map<String, Object> body,
-    String clientRequestId, String session, int priority, boolean global, boolean explain) {}
+    String clientRequestId, String session, int priority, boolean global, boolean explain, int strictPriority,
+    String policyClass) {}

@@ -10,6 +10,10 @@ public final class FrontHeaders {
   public static final String SESSION = "x-kvrouter-session";
   /** Request: an integer priority (higher first in the admission queue), default 0. */
   public static final String PRIORITY = "x-kvrouter-priority";
+  /** Request: the admission queue's strict-priority tier, 0 to 65,535 (a higher tier always leaves first), default 0. */
+  public static final String STRICT_PRIORITY = "x-kvrouter-strict-priority";
+  /** Request: the admission queue class or tenant family the request asks for (RouteRequest.policy_class). */
+  public static final String POLICY_CLASS = "x-kvrouter-policy-class";
   /** Request: {@code region} (default: this node's region) or {@code global} (the least-loaded region's pool). */
   public static final String SCOPE = "x-kvrouter-scope";
   /** Request: {@code true} asks for {@link #EXPLAIN} in the response. */

@@ -63,7 +63,8 @@ public final class RequestParser {
     requireShape(endpoint, parsed);
     return new ClientRequest(endpoint, name, Boolean.TRUE.equals(stream), parsed,
         clientId(headers, FrontHeaders.REQUEST_ID), clientId(headers, FrontHeaders.SESSION), priority(headers),
-        global(headers), "true".equalsIgnoreCase(trim(headers.get(FrontHeaders.EXPLAIN_REQUEST))));
+        global(headers), "true".equalsIgnoreCase(trim(headers.get(FrontHeaders.EXPLAIN_REQUEST))),
+        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers));
   }
 
   @SuppressWarnings("unchecked")
@@ -120,14 +121,24 @@ public final class RequestParser {
   }
 
   private static int priority(RequestHeaders headers) {
-    String value = trim(headers.get(FrontHeaders.PRIORITY));
+    return integerHeader(headers, FrontHeaders.PRIORITY);
+  }
+
+  /** The admission queue class header as sent (its length is checked with the request's other limits). */
+  private static String policyClass(RequestHeaders headers) {
+    String value = trim(headers.get(FrontHeaders.POLICY_CLASS));
+    return value == null ? "" : value;
+  }
+
+  private static int integerHeader(RequestHeaders headers, String name) {
+    String value = trim(headers.get(name));
     if (value == null || value.isEmpty()) {
       return 0;
     }
     try {
       return Integer.parseInt(value);
     } catch (NumberFormatException e) {
-      throw FrontError.badRequest(FrontError.INVALID_HEADER, FrontHeaders.PRIORITY
+      throw FrontError.badRequest(FrontError.INVALID_HEADER, name
           + " must be an integer, got '" + RoutingError.echo(value) + "'").toException();
     }
   }

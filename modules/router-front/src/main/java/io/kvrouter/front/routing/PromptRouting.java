@@ -90,7 +90,8 @@ public final class PromptRouting {
           requestId, tokens, tokens == null ? 0 : tokens.length, hashes, hashes == null ? 0 : hashes.length,
           prompt.islTokens(),
           Math.min(expectedOutputTokens(body), requests.limits().maxOutputTokens()), null, salt, null, null, List.of(), List.of(),
-          request.priority(), null, null, null), true, scope.blockSize());
+          request.priority(), null, null, null, request.strictPriority(), request.policyClass()), true,
+          scope.blockSize());
       return new Routed(selection, prompt.approximate(), prompt.reason(), tokenized);
     } catch (RoutingException e) {
       throw FrontError.of(e.error(), 0).toException();

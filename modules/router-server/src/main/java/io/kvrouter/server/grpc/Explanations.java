@@ -8,6 +8,7 @@ import io.kvrouter.api.v1.WorkerEndpoint;
 import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.explain.Explanation;
+import io.kvrouter.core.explain.QueueWait;
 import io.kvrouter.core.selection.RequestLimits;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
@@ -84,6 +85,21 @@ public final class Explanations {
           .setWorkerId(f.rank().workerId())
           .setDpRank(f.rank().dpRank())
           .setReason(f.reason()));
+    }
+    QueueWait q = e.queue();
+    if (q != null) {
+      out.setQueue(io.kvrouter.api.v1.QueueWait.newBuilder()
+          .setPolicyClass(q.policyClass())
+          .setStrictPriority(q.strictPriority())
+          .setPriority(q.priority())
+          .setReason(q.reason())
+          .setBusyRanks(q.busyRanks())
+          .setEligibleRanks(q.eligibleRanks())
+          .setQueuedAhead(q.queuedAhead())
+          .setUncachedTokens(q.uncachedTokens())
+          .setAged(q.aged())
+          .setWaitedMicros(q.waitedMicros())
+          .setDispatchedBy(q.dispatchedBy()));
     }
     return out.build();
   }

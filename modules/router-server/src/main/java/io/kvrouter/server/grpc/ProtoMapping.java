@@ -7,6 +7,10 @@ import io.kvrouter.api.v1.LoadReport;
 import io.kvrouter.api.v1.Scope;
 import io.kvrouter.api.v1.SetPolicyRequest;
 import io.kvrouter.api.v1.ModelState;
+import io.kvrouter.api.v1.QueueClassState;
+import io.kvrouter.api.v1.QueueState;
+import io.kvrouter.api.v1.WaitingBook;
+import io.kvrouter.core.admission.QueueSnapshot;
 import io.kvrouter.api.v1.ReplicaStaleness;
 import io.kvrouter.api.v1.RankState;
 import io.kvrouter.api.v1.RouteRequest;
@@ -84,7 +88,8 @@ public final class ProtoMapping {
         in.getAllowedWorkersList(), in.getExcludedWorkersList(), in.getPriority(),
         in.getOverrides().hasTemperature() ? in.getOverrides().getTemperature() : null,
         in.getOverrides().hasOverlapCredit() ? in.getOverrides().getOverlapCredit() : null,
-        in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null), forBook, blockSize);
+        in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null,
+        in.getStrictPriority(), in.getPolicyClass()), forBook, blockSize);
   }
 
   private static final ThreadLocal<int[]> TOKENS = ThreadLocal.withInitial(() -> new int[4096]);
@@ -125,6 +130,7 @@ public final class ProtoMapping {
         .setReplay(answer.replay())
         .setQueuedMicros(answer.queuedMicros())
         .setLeaseExpiresUnixMs(answer.leaseExpiresAtMillis())
+        .setPolicyClass(answer.policyClass())
         .build();
   }
 
@@ -314,6 +320,50 @@ public final class ProtoMapping {
           .setPrefillDone(b.prefillDone())
           .setBookedUnixMs(b.bookedAtMillis())
           .setLeaseExpiresUnixMs(b.leaseExpiresAtMillis()));
+    }
+    out.setQueue(toProto(snapshot.queue()));
+    return out.build();
+  }
+
+  public static QueueState toProto(QueueSnapshot queue) {
+    QueueState.Builder out = QueueState.newBuilder()
+        .setEnabled(queue.enabled())
+        .setPending(queue.pending())
+        .setMaxPending(queue.maxPending())
+        .setAgingMs(queue.agingMillis());
+    for (QueueSnapshot.ClassSnapshot c : queue.classes()) {
+      out.addClasses(QueueClassState.newBuilder()
+          .setName(c.name())
+          .setFamily(c.family())
+          .setBucket(c.bucket())
+          .setQueuePolicy(c.queuePolicy())
+          .setQueueing(c.queueing())
+          .setQuantum(c.quantum())
+          .setDeficit(c.deficit())
+          .setDepth(c.depth())
+          .setRawIslTokens(c.rawIslTokens())
+          .setCachedTokens(c.cachedTokens())
+          .setRequestsLimit(c.requestsLimit())
+          .setRawIslTokensLimit(c.rawIslTokensLimit())
+          .setCachedTokensLimit(c.cachedTokensLimit())
+          .setOldestWaitMs(c.oldestWaitMillis())
+          .setEnqueued(c.enqueued())
+          .setDispatched(c.dispatched())
+          .setWaitedMicrosTotal(c.waitedMicrosTotal())
+          .putAllRejections(c.rejections()));
+    }
+    for (QueueSnapshot.WaitingSnapshot w : queue.waiting()) {
+      out.addWaiting(WaitingBook.newBuilder()
+          .setRequestId(w.requestId())
+          .setPolicyClass(w.policyClass())
+          .setStrictPriority(w.strictPriority())
+          .setPriority(w.priority())
+          .setAged(w.aged())
+          .setRawIslTokens(w.rawIslTokens())
+          .setUncachedTokens(w.uncachedTokens())
+          .setReason(w.reason())
+          .setWaitedMs(w.waitedMillis())
+          .setDeadlineInMs(w.deadlineInMillis()));
     }
     return out.build();
   }

@@ -125,7 +125,7 @@ public final class RouterService implements RouterPowerApi {
         }
         try {
           answer.complete(ProtoMapping.toProto(done, routerEndpoint));
-          metrics.booked(model, view, start, done.queuedMicros(), done.replay());
+          metrics.booked(model, view, start, done.queuedMicros(), done.replay(), done.policyClass());
         } catch (RuntimeException e) {
           answer.completeExceptionally(e);
         }

@@ -46,10 +46,19 @@ public final class StatusMapping {
     };
   }
 
+  /**
+   * The status, its description and trailers: the reason in {@link ReasonTrailer}, and each of the error's details
+   * as {@code kvrouter-<key>} (a QUEUE_LIMIT: {@code kvrouter-policy-class}, {@code kvrouter-limit-kind},
+   * {@code kvrouter-limit-current}, {@code kvrouter-limit}).
+   */
   public static Trailers trailers(RoutingError error) {
-    return new Trailers(Status.fromCode(toStatus(error.code())).withDescription(error.message()),
-        new MetadataBuilder().addText(ReasonTrailer.NAME, error.reason()).build());
+    MetadataBuilder metadata = new MetadataBuilder().addText(ReasonTrailer.NAME, error.reason());
+    error.details().forEach((key, value) -> metadata.addText(DETAIL_PREFIX + key, value));
+    return new Trailers(Status.fromCode(toStatus(error.code())).withDescription(error.message()), metadata.build());
   }
+
+  /** The trailer name of a rejection's detail {@code key}. */
+  public static final String DETAIL_PREFIX = "kvrouter-";
 
   /** RESOURCE_EXHAUSTED MESSAGE_TOO_LARGE, for a request over {@code limit} bytes (on every binding). */
   public static RoutingError messageTooLarge(long limit) {

@@ -3,6 +3,8 @@ package io.kvrouter.server.metrics;
 import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.admission.QueueSnapshot;
+import io.kvrouter.core.policy.PolicyClass;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.policy.Policy;
 import io.micrometer.core.instrument.Counter;
@@ -14,7 +16,10 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -27,7 +32,9 @@ import java.util.function.ToDoubleFunction;
  *
  * <p>Call figures (latencies, Books, Releases) are this node's. What the model's admission actor owns (live bookings,
  * queue depth, expired bookings) is exported only by the node hosting the actor, so a sum over nodes counts it once;
- * the view's version, lag and age and the KV index's counters are this node's copy's.
+ * the view's version, lag and age and the KV index's counters are this node's copy's. The admission queue's series
+ * carry a {@code class} label: a class the model's policy declares (at most {@link #MAX_CLASSES} per model, then
+ * {@code other}), or {@code default}; rejections a {@code reason} too, one of the queue's fixed reasons.
  */
 final class ModelMeters {
   /** Latency buckets: 10 µs to 10 s, enough to place an inline Select and a Book that queued. */
@@ -42,7 +49,8 @@ final class ModelMeters {
   /** By {@link Policy#index()}: made on a policy's first call, so a model shows only the policies it ran. */
   private final AtomicReferenceArray<Timer> selectTimers = new AtomicReferenceArray<>(Policy.values().size());
   private final AtomicReferenceArray<Timer> bookTimers = new AtomicReferenceArray<>(Policy.values().size());
-  private final Timer queueWait;
+  /** Queue waits of new bookings by class (made on a class's first Booked answer). */
+  private final Map<String, Timer> queueWaits = new ConcurrentHashMap<>();
   private final Counter books;
   private final Counter releasesApplied;
   private final Counter releasesNotApplied;
@@ -54,15 +62,17 @@ final class ModelMeters {
   private List<Meter> admissionMeters = List.of();
 
   /** What the hosting node reads from the actor's snapshot at a scrape. */
-  private record AdmissionSample(int liveBookings, int pending, long expired) {}
+  private record AdmissionSample(int liveBookings, int pending, long expired, QueueSnapshot queue) {}
+
+  /** The most classes a model's series name; past that, {@code other}. */
+  static final int MAX_CLASSES = 32;
+  /** The queue's per-class series on the hosting node, by class (and reason), synced with each snapshot. */
+  private final Map<String, Meter> queueMeters = new HashMap<>();
 
   ModelMeters(String model, MeterRegistry registry, RouterCluster cluster) {
     this.model = model;
     this.registry = registry;
     this.tags = Tags.of("model", model);
-    queueWait = add(Timer.builder("kvrouter.book.queue.wait")
-        .description("Time a Book waited in the model's admission queue (0 when admitted at once)")
-        .tags(tags).serviceLevelObjectives(LATENCY_BUCKETS).register(registry));
     books = add(Counter.builder("kvrouter.books").description("Books this node answered with a new booking")
         .tags(tags).register(registry));
     releasesApplied = add(Counter.builder("kvrouter.releases").description("Releases this node answered")
@@ -116,14 +126,32 @@ final class ModelMeters {
         .record(nanos, TimeUnit.NANOSECONDS);
   }
 
-  void booked(Policy policy, long nanos, long queuedMicros, boolean replay) {
+  void booked(Policy policy, long nanos, long queuedMicros, boolean replay, String policyClass) {
     timer(bookTimers, "kvrouter.book.duration", "Books answered by this node, admission included", policy)
         .record(nanos, TimeUnit.NANOSECONDS);
     if (!replay) {
       books.increment();
-      queueWait.record(queuedMicros, TimeUnit.MICROSECONDS);
+      queueWait(policyClass).record(queuedMicros, TimeUnit.MICROSECONDS);
     }
   }
+
+  private Timer queueWait(String policyClass) {
+    String label = policyClass == null || policyClass.isEmpty() ? PolicyClass.DEFAULT : policyClass;
+    Timer timer = queueWaits.get(label);
+    if (timer != null) {
+      return timer;
+    }
+    synchronized (this) {
+      if (!queueWaits.containsKey(label) && queueWaits.size() >= MAX_CLASSES) {
+        label = OTHER;
+      }
+      return queueWaits.computeIfAbsent(label, name -> add(Timer.builder("kvrouter.book.queue.wait")
+          .description("Time a new booking waited in the model's admission queue (0 when admitted at once)")
+          .tags(tags).tag("class", name).serviceLevelObjectives(LATENCY_BUCKETS).register(registry)));
+    }
+  }
+
+  private static final String OTHER = "other";
 
   void released(boolean applied) {
     (applied ? releasesApplied : releasesNotApplied).increment();
@@ -171,7 +199,9 @@ final class ModelMeters {
   }
 
   private synchronized void hosting(ModelSnapshot snapshot) {
-    admission = new AdmissionSample(snapshot.bookings().size(), snapshot.pending(), snapshot.expiredBookings());
+    admission = new AdmissionSample(snapshot.bookings().size(), snapshot.pending(), snapshot.expiredBookings(),
+        snapshot.queue());
+    syncQueueMeters(snapshot.queue());
     if (!admissionMeters.isEmpty()) {
       return;
     }
@@ -192,6 +222,56 @@ final class ModelMeters {
     admission = null;
     admissionMeters.forEach(registry::remove);
     admissionMeters = List.of();
+    queueMeters.values().forEach(registry::remove);
+    queueMeters.clear();
+  }
+
+  /** One depth gauge and dispatched counter per class, one rejections counter per (class, reason) seen. */
+  private void syncQueueMeters(QueueSnapshot queue) {
+    Map<String, Meter> wanted = new HashMap<>();
+    int classes = 0;
+    for (QueueSnapshot.ClassSnapshot c : queue.classes()) {
+      if (++classes > MAX_CLASSES) {
+        break;
+      }
+      String name = c.name();
+      wanted.put("depth " + name, queueMeters.computeIfAbsent("depth " + name, k ->
+          Gauge.builder("kvrouter.queue.class.depth", this, m -> m.classFigure(name, s -> s.depth()))
+              .description("Books waiting in one class of the model's admission queue (hosting node only)")
+              .tags(tags).tag("class", name).register(registry)));
+      wanted.put("dispatched " + name, queueMeters.computeIfAbsent("dispatched " + name, k ->
+          FunctionCounter.builder("kvrouter.queue.dispatched", this, m -> m.classFigure(name, s -> s.dispatched()))
+              .description("Books that left the class's queue booked, as the current admission actor counts them")
+              .tags(tags).tag("class", name).register(registry)));
+      for (String reason : c.rejections().keySet()) {
+        String key = "rejected " + name + " " + reason;
+        wanted.put(key, queueMeters.computeIfAbsent(key, k ->
+            FunctionCounter.builder("kvrouter.queue.rejections", this,
+                    m -> m.classFigure(name, s -> s.rejections().getOrDefault(reason, 0L)))
+                .description("Books the class's queue refused or that left it unbooked, by reason, as the current "
+                    + "admission actor counts them")
+                .tags(tags).tag("class", name).tag("reason", reason).register(registry)));
+      }
+    }
+    for (Map.Entry<String, Meter> meter : queueMeters.entrySet()) {
+      if (!wanted.containsKey(meter.getKey())) {
+        registry.remove(meter.getValue());
+      }
+    }
+    queueMeters.keySet().retainAll(wanted.keySet());
+  }
+
+  private double classFigure(String name, ToDoubleFunction<QueueSnapshot.ClassSnapshot> read) {
+    AdmissionSample sample = admission;
+    if (sample == null) {
+      return Double.NaN;
+    }
+    for (QueueSnapshot.ClassSnapshot c : sample.queue().classes()) {
+      if (c.name().equals(name)) {
+        return read.applyAsDouble(c);
+      }
+    }
+    return Double.NaN;
   }
 
   private double admissionFigure(ToDoubleFunction<AdmissionSample> read) {

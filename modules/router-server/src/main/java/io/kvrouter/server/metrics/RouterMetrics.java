@@ -118,12 +118,16 @@ public final class RouterMetrics {
     }
   }
 
-  /** An answered Book; {@code view} is the one the call started from. */
-  public void booked(String model, SelectionView view, long startNanos, long queuedMicros, boolean replay) {
+  /**
+   * An answered Book; {@code view} is the one the call started from, {@code policyClass} the admission queue class
+   * it was booked in (labels its queue wait).
+   */
+  public void booked(String model, SelectionView view, long startNanos, long queuedMicros, boolean replay,
+      String policyClass) {
     long nanos = System.nanoTime() - startNanos;
     ModelMeters meters = meters(model, view);
     if (meters != null) {
-      meters.booked(view.policy().policy(), nanos, queuedMicros, replay);
+      meters.booked(view.policy().policy(), nanos, queuedMicros, replay, policyClass);
     }
   }
 

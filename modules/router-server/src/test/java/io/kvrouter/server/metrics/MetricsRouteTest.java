@@ -81,7 +81,9 @@ class MetricsRouteTest {
     assertThat(scrape.value("kvrouter_select_duration_seconds_count", policy)).isEqualTo(5);
     assertThat(scrape.value("kvrouter_book_duration_seconds_count", policy)).isEqualTo(3);
     assertThat(scrape.value("kvrouter_books_total", model)).isEqualTo(3);
-    assertThat(scrape.value("kvrouter_book_queue_wait_seconds_count", model)).isEqualTo(3);
+    // queue waits are labelled by the queue class each Book was booked in: without queueing, default
+    assertThat(scrape.value("kvrouter_book_queue_wait_seconds_count", Map.of("model", MODEL, "class", "default")))
+        .isEqualTo(3);
     assertThat(scrape.value("kvrouter_releases_total", Map.of("model", MODEL, "applied", "true"))).isEqualTo(2);
     assertThat(scrape.value("kvrouter_releases_total", Map.of("model", MODEL, "applied", "false"))).isEqualTo(1);
     assertThat(scrape.value("kvrouter_bookings_live", model)).isEqualTo(1);

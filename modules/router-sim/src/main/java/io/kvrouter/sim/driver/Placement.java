@@ -2,6 +2,7 @@ package io.kvrouter.sim.driver;
 
 import io.kvrouter.sim.engine.KvCacheEvent;
 import io.kvrouter.sim.engine.SimRequest;
+import io.kvrouter.sim.workload.WorkloadRequest;
 import java.util.List;
 
 /**
@@ -20,6 +21,28 @@ public interface Placement extends AutoCloseable {
 
   /** The unit for {@code request}, or null when it was rejected. */
   Placed place(SimRequest request);
+
+  /**
+   * As {@link #place(SimRequest)}, with the workload's tags of the request ({@code source}); may also answer
+   * {@link #QUEUED}: the router holds the request in its admission queue and {@link #settle} will tell where it went.
+   */
+  default Placed place(SimRequest request, WorkloadRequest source) {
+    return place(request);
+  }
+
+  /** What {@link #place(SimRequest, WorkloadRequest)} answers for a request the router's admission queue holds. */
+  Placed QUEUED = new Placed(-1, 0);
+
+  /** A queued request the router has decided: {@code placed} null when it was rejected. */
+  record Late(String requestId, Placed placed) {}
+
+  /**
+   * Called after every event: once the router has answered everything sent for it, the queued requests it decided
+   * meanwhile, in the order it decided them. Empty for placements that never queue.
+   */
+  default List<Late> settle() {
+    return List.of();
+  }
 
   default void prefillDone(SimRequest request, Placed placed) {}
 

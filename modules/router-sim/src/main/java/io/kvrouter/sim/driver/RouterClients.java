@@ -16,8 +16,14 @@ import org.apache.pekko.grpc.GrpcClientSettings;
 /** router-api's gRPC clients to one router, used one call at a time (each call awaited before the next). */
 public final class RouterClients implements AutoCloseable {
   private static final Duration CALL_TIMEOUT = Duration.ofSeconds(30);
+  private static final Duration PATIENT_TIMEOUT = Duration.ofHours(1);
 
   public final RouterClient router;
+  /**
+   * The Router client for Books that may wait in the admission queue: its deadline (an hour) bounds the wait on the
+   * router's clock too, which in virtual time is the simulation's.
+   */
+  public final RouterClient patientRouter;
   public final WorkersClient workers;
   public final AdminClient admin;
   private final ActorSystem<?> ownedSystem;
@@ -27,6 +33,7 @@ public final class RouterClients implements AutoCloseable {
         .withTls(false)
         .withDeadline(CALL_TIMEOUT);
     this.router = RouterClient.create(settings, system);
+    this.patientRouter = RouterClient.create(settings.withDeadline(PATIENT_TIMEOUT), system);
     this.workers = WorkersClient.create(settings, system);
     this.admin = AdminClient.create(settings, system);
     this.ownedSystem = ownedSystem;
@@ -65,6 +72,7 @@ public final class RouterClients implements AutoCloseable {
   @Override
   public void close() {
     router.close();
+    patientRouter.close();
     workers.close();
     admin.close();
     if (ownedSystem != null) {

@@ -10,6 +10,7 @@ import io.kvrouter.api.v1.KvEventBatch;
 import io.kvrouter.api.v1.KvRemoved;
 import io.kvrouter.api.v1.KvStored;
 import io.kvrouter.api.v1.LoadReport;
+import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RankLoadReport;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
@@ -19,10 +20,15 @@ import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.sim.engine.KvCacheEvent;
 import io.kvrouter.sim.engine.SimEngine;
 import io.kvrouter.sim.engine.SimRequest;
+import io.kvrouter.sim.workload.WorkloadRequest;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.Map;
 
 /**
@@ -39,6 +45,13 @@ import java.util.Map;
  * of them is answered before the next Book is sent: what they change commutes (different bookings, different ranks,
  * one event batch per rank in flight at a time), so each Book sees the same router state as if every call had been
  * awaited in turn, and a run stays deterministic at a fraction of the round trips.
+ *
+ * <p>With the router's admission queue on, a Book may not be answered at once. Each Book is then sent and this
+ * placement waits until the router is quiescent: every Book not answered yet is one the router holds in its queue
+ * (their count equals the model's pending count in GetModelState). Such a request is {@link Placement#QUEUED}; after
+ * every later event (once the calls it caused are answered, and the router is quiescent again) {@link #settle}
+ * hands the simulation the queued requests the router booked (or refused) meanwhile, in the order it booked them, so
+ * each enters its engine at the simulated time its capacity was freed.
  */
 public final class RouterPlacement implements Placement {
   private final RouterClients clients;
@@ -47,20 +60,34 @@ public final class RouterPlacement implements Placement {
   private final String policy;
   private final Map<String, String> parameters;
   private final boolean publishEvents;
+  private final Tagging tagging;
+  /** Books sent and not yet handed to the simulation (answered or queued), by request id, in the order sent. */
+  private final Map<String, CompletableFuture<Booking>> unsettled = new LinkedHashMap<>();
   private Fleet fleet;
   private final Map<Integer, List<KvCacheEvent>> unsent = new TreeMap<>();
   private final List<CompletionStage<?>> outstanding = new ArrayList<>();
   private final List<CompletionStage<?>> batchesInFlight = new ArrayList<>();
   private long rejected;
 
+  /** Which workload tags a Book carries: its tenant as {@code policy_class}, its tier as {@code strict_priority}. */
+  public record Tagging(boolean policyClass, boolean strictPriority) {
+    public static final Tagging NONE = new Tagging(false, false);
+  }
+
   public RouterPlacement(RouterClients clients, String label, String model, String policy,
       Map<String, String> parameters, boolean publishEvents) {
+    this(clients, label, model, policy, parameters, publishEvents, Tagging.NONE);
+  }
+
+  public RouterPlacement(RouterClients clients, String label, String model, String policy,
+      Map<String, String> parameters, boolean publishEvents, Tagging tagging) {
     this.clients = clients;
     this.label = label;
     this.model = model;
     this.policy = policy;
     this.parameters = parameters;
     this.publishEvents = publishEvents;
+    this.tagging = tagging;
   }
 
   @Override
@@ -90,23 +117,47 @@ public final class RouterPlacement implements Placement {
 
   @Override
   public Placed place(SimRequest request) {
+    return place(request, null);
+  }
+
+  @Override
+  public Placed place(SimRequest request, WorkloadRequest source) {
     flushKvEvents();
     awaitOutstanding();
     RouteRequest.Builder route = RouteRequest.newBuilder()
         .setModel(model)
         .setRequestId(request.id())
         .setExpectedOutputTokens(request.outputTokens());
+    if (source != null && tagging.policyClass()) {
+      route.setPolicyClass(source.policyClass());
+    }
+    if (source != null && tagging.strictPriority()) {
+      route.setStrictPriority(source.strictPriority());
+    }
     for (int i = 0; i < request.promptTokens(); i++) {
       route.addTokenIds(request.tokens()[i]);
     }
+    CompletableFuture<Booking> call = clients.patientRouter.book(route.build()).toCompletableFuture();
+    unsettled.put(request.id(), call);
+    quiesce();
+    if (!call.isDone()) {
+      return QUEUED;
+    }
+    unsettled.remove(request.id());
+    return placed(call);
+  }
+
+  /** Where an answered Book went; null when the router refused it. */
+  private Placed placed(CompletableFuture<Booking> call) {
     try {
-      Booking booking = RouterClients.await(clients.router.book(route.build()));
+      Booking booking = RouterClients.await(call);
       var worker = booking.getSelection().getWorker();
       return new Placed(fleet.unit(worker.getWorkerId(), worker.getDpRank()).index(), booking.getAttempt());
     } catch (StatusRuntimeException e) {
       if (e.getStatus().getCode() == Status.Code.UNAVAILABLE
           || e.getStatus().getCode() == Status.Code.RESOURCE_EXHAUSTED
-          || e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT) {
+          || e.getStatus().getCode() == Status.Code.INVALID_ARGUMENT
+          || e.getStatus().getCode() == Status.Code.DEADLINE_EXCEEDED) {
         rejected++;
         return null;
       }
@@ -115,13 +166,95 @@ public final class RouterPlacement implements Placement {
   }
 
   @Override
+  public List<Late> settle() {
+    if (unsettled.isEmpty()) {
+      return List.of();
+    }
+    flushKvEvents();
+    awaitOutstanding(); // what the last event sent (prefill done, releases, reports) is answered: it freed capacity
+    quiesce();
+    List<Map.Entry<String, CompletableFuture<Booking>>> decided = new ArrayList<>();
+    for (Map.Entry<String, CompletableFuture<Booking>> entry : unsettled.entrySet()) {
+      if (entry.getValue().isDone()) {
+        decided.add(entry);
+      }
+    }
+    // the order the router booked them in (attempts rise within a model); refusals first
+    decided.sort(java.util.Comparator.comparingLong(e -> e.getValue().isCompletedExceptionally() ? -1
+        : e.getValue().join().getAttempt()));
+    List<Late> late = new ArrayList<>(decided.size());
+    for (Map.Entry<String, CompletableFuture<Booking>> entry : decided) {
+      unsettled.remove(entry.getKey());
+      late.add(new Late(entry.getKey(), placed(entry.getValue())));
+    }
+    return late;
+  }
+
+  /**
+   * Waits until every Book not answered yet is one the router holds in its queue: their count equals the model's
+   * pending count (answers on their way, or Books not yet read, make them differ until they arrive).
+   */
+  private void quiesce() {
+    for (int round = 0; ; round++) {
+      List<CompletableFuture<Booking>> open = unsettled.values().stream().filter(f -> !f.isDone()).toList();
+      if (open.isEmpty()) {
+        return;
+      }
+      if (round == 0) {
+        waitForAny(open, 2); // most Books are answered at once
+        continue;
+      }
+      int pending = RouterClients.await(clients.admin.getModelState(
+          ModelStateRequest.newBuilder().setModel(model).build())).getPending();
+      if (pending == open.size()) {
+        return;
+      }
+      if (pending > open.size()) {
+        throw new IllegalStateException("the router holds " + pending + " queued Books of " + model + ", this "
+            + "placement sent only " + open.size() + " unanswered ones");
+      }
+      if (round > 100_000) {
+        throw new IllegalStateException("the router did not settle: " + open.size() + " unanswered, " + pending
+            + " queued");
+      }
+      waitForAny(open, 20);
+    }
+  }
+
+  private static void waitForAny(List<CompletableFuture<Booking>> calls, long millis) {
+    try {
+      CompletableFuture.anyOf(calls.toArray(CompletableFuture[]::new)).get(millis, TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      // none yet
+    } catch (java.util.concurrent.ExecutionException e) {
+      // one failed: it is answered
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted", e);
+    }
+  }
+
+  @Override
   public void prefillDone(SimRequest request, Placed placed) {
-    outstanding.add(clients.router.markPrefillDone(ref(request, placed)));
+    freeing(clients.router.markPrefillDone(ref(request, placed)));
   }
 
   @Override
   public void finished(SimRequest request, Placed placed) {
-    outstanding.add(clients.router.release(ref(request, placed)));
+    freeing(clients.router.release(ref(request, placed)));
+  }
+
+  /**
+   * A call that frees capacity. While the router's queue holds Books such calls no longer commute (each lets queued
+   * Books go, onto the ranks free at that moment, picked with the KV index as it stands), so each is sent after the
+   * KV events before it are applied and answered before the next call: a run stays a function of its seed.
+   */
+  private void freeing(CompletionStage<?> call) {
+    if (unsettled.isEmpty()) {
+      outstanding.add(call);
+      return;
+    }
+    RouterClients.await(call);
   }
 
   private BookingRef ref(SimRequest request, Placed placed) {
@@ -132,6 +265,11 @@ public final class RouterPlacement implements Placement {
   public void kvEvents(Fleet.Unit unit, List<KvCacheEvent> events) {
     if (publishEvents && !events.isEmpty()) {
       unsent.computeIfAbsent(unit.index(), i -> new ArrayList<>()).addAll(events);
+      if (!unsettled.isEmpty()) {
+        // queued Books may leave at the next freeing call: the index they are picked with is the engines' of now
+        flushKvEvents();
+        awaitAll(batchesInFlight);
+      }
     }
   }
 
@@ -193,7 +331,12 @@ public final class RouterPlacement implements Placement {
             .setActivePrefillTokens(rank.pendingPrefillTokens())
             .setWaitingRequests(rank.waitingCount()));
       }
-      outstanding.add(clients.workers.reportLoad(report.build()));
+      CompletionStage<?> call = clients.workers.reportLoad(report.build());
+      if (unsettled.isEmpty()) {
+        outstanding.add(call);
+      } else {
+        RouterClients.await(call); // a report may let queued Books go (an available rank): one at a time
+      }
     }
   }
 

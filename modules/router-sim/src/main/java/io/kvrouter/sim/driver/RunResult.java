@@ -1,8 +1,12 @@
 package io.kvrouter.sim.driver;
 
 import java.util.Arrays;
+import java.util.List;
 
-/** What one placement achieved on one workload run. Times are simulated microseconds. */
+/**
+ * What one placement achieved on one workload run. Times are simulated microseconds. {@code served}: every request
+ * that got its first token, with its workload tags, in the order the first tokens came.
+ */
 public record RunResult(
     String label,
     long completed,
@@ -16,7 +20,12 @@ public record RunResult(
     long makespanMicros,
     long[] busyMicrosPerUnit,
     long[] servedPerUnit,
-    long wallMillis) {
+    long wallMillis,
+    List<Served> served) {
+
+  /** One request's first token: its tags and prompt, when it arrived and how long its first token took. */
+  public record Served(String policyClass, int strictPriority, int promptTokens, long arrivalMicros,
+      long ttftMicros) {}
 
   public double hitRate() {
     return promptTokens == 0 ? 0 : (double) cachedTokens / promptTokens;

@@ -42,6 +42,9 @@ public final class Simulation {
 
   private record InFlight(WorkloadRequest source, Placement.Placed placed, int idealHitBlocks) {}
 
+  /** A request the router holds in its admission queue. */
+  private record Waiting(WorkloadRequest source, SimRequest request, int idealHitBlocks) {}
+
   private final Fleet fleet;
   private final Workload workload;
   private final Placement placement;
@@ -51,6 +54,8 @@ public final class Simulation {
   private final PriorityQueue<Event> queue = new PriorityQueue<>(
       (a, b) -> a.time != b.time ? Long.compare(a.time, b.time) : Long.compare(a.seq, b.seq));
   private final Map<String, InFlight> inFlight = new HashMap<>();
+  private final Map<String, Waiting> waiting = new HashMap<>();
+  private final List<RunResult.Served> served = new ArrayList<>();
   private final Set<Long> everSeen = new HashSet<>();
   private final List<Long> ttft = new ArrayList<>();
   private final List<Long> endToEnd = new ArrayList<>();
@@ -102,10 +107,14 @@ public final class Simulation {
           endStep(end.unit);
         } else {
           placement.reportLoads(fleet);
-          if (arrivalsPending > 0 || !inFlight.isEmpty()) {
+          if (arrivalsPending > 0 || !inFlight.isEmpty() || !waiting.isEmpty()) {
             schedule(now + settings.loadReportMicros(), new Tick());
           }
         }
+        settleQueued();
+      }
+      if (!waiting.isEmpty()) {
+        throw new IllegalStateException(waiting.size() + " requests still wait in the router's queue at the end");
       }
     } finally {
       placement.close();
@@ -130,7 +139,27 @@ public final class Simulation {
     SimRequest request = SimRequest.of(source.id(), now, source.tokens(), source.promptTokens(),
         fleet.config().blockSize());
     int idealHit = idealHit(request);
-    Placement.Placed placed = placement.place(request);
+    Placement.Placed placed = placement.place(request, source);
+    if (placed == Placement.QUEUED) {
+      waiting.put(request.id(), new Waiting(source, request, idealHit));
+      return;
+    }
+    admit(source, request, placed, idealHit);
+  }
+
+  /** The requests the router's queue decided since the last event: each admitted at its engine now, or rejected. */
+  private void settleQueued() {
+    for (Placement.Late late : placement.settle()) {
+      Waiting w = waiting.remove(late.requestId());
+      if (w == null) {
+        throw new IllegalStateException("the router decided " + late.requestId() + ", which was not waiting");
+      }
+      admit(w.source(), w.request(), late.placed(), w.idealHitBlocks());
+    }
+  }
+
+  /** A placed request enters its engine's queue now (null: the router rejected it). */
+  private void admit(WorkloadRequest source, SimRequest request, Placement.Placed placed, int idealHit) {
     if (placed == null) {
       rejected++;
       workload.finished(source, now, this::scheduleArrival);
@@ -179,6 +208,8 @@ public final class Simulation {
       SimRequest request = first.request();
       InFlight flight = inFlight.get(request.id());
       ttft.add(now - request.arrivalMicros());
+      served.add(new RunResult.Served(flight.source.policyClass(), flight.source.strictPriority(),
+          request.promptTokens(), request.arrivalMicros(), now - request.arrivalMicros()));
       promptTokens += request.promptTokens();
       cachedTokens += first.cachedTokens();
       idealCachedTokens += flight.idealHitBlocks * (long) request.blockSize();
@@ -203,10 +234,10 @@ public final class Simulation {
   private RunResult result(long wallMillis) {
     progress.update(placement.label(), completed, arrived, now);
     long[] busy = fleet.units().stream().mapToLong(u -> u.rank().busyMicros()).toArray();
-    long[] served = fleet.units().stream().mapToLong(u -> u.rank().servedRequests()).toArray();
+    long[] servedPerUnit = fleet.units().stream().mapToLong(u -> u.rank().servedRequests()).toArray();
     return new RunResult(placement.label(), completed, rejected, promptTokens, cachedTokens, idealCachedTokens,
-        outputTokens, sorted(ttft), sorted(endToEnd), Math.max(0, lastCompletion - firstArrival), busy, served,
-        wallMillis);
+        outputTokens, sorted(ttft), sorted(endToEnd), Math.max(0, lastCompletion - firstArrival), busy,
+        servedPerUnit, wallMillis, List.copyOf(served));
   }
 
   private static long[] sorted(List<Long> values) {
