@@ -383,7 +383,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     }
     Booking live = ledger.live(request.requestId());
     if (live != null) {
-      live.nonce = nonce;
+      ledger.bind(live, nonce);
       return new BookOutcome.Booked(answer(live, true));
     }
     queue.supersede(request.requestId());
@@ -509,12 +509,16 @@ public final class AdmissionState implements ReplicationSender.Source {
   }
 
   /**
-   * Undoes what the Book with this nonce made: its queue entry, or its booking if no later call re-bound it. Returns
-   * whether anything was dropped; a superseded nonce is a no-op.
+   * Undoes what the Book with this nonce made: its queue entry, or its share of the booking: the call no longer holds
+   * it, and the booking is freed once no call it was answered to does (a replay, made before or after, keeps it).
+   * Returns whether a queue entry or the booking was dropped.
    */
   public boolean cancelBook(String requestId, long nonce) {
     Booking booking = ledger.live(requestId);
-    if (booking != null && booking.nonce == nonce) {
+    if (booking != null && booking.nonces.contains(nonce)) {
+      if (!ledger.unbindIsLast(booking, nonce)) {
+        return false;
+      }
       free(booking);
       dispatch(Trigger.CANCEL);
       return true;

@@ -2,6 +2,8 @@ package io.kvrouter.core.admission;
 
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.selection.SelectionResult;
+import java.util.ArrayList;
+import java.util.List;
 
 /** A live booking in the ledger. Mutable, owned by the admission state (one writer). */
 final class Booking {
@@ -17,13 +19,18 @@ final class Booking {
   final long[] sequenceHashes;
   /** The admission queue class it was booked in ("" when not known). */
   final String policyClass;
-  long nonce;
+  /**
+   * The nonces of the Book calls it was answered to, oldest first (the Book that made it, then its replays): a
+   * CancelBook frees it only when it takes the last one, so a caller that gave up never frees the booking a retry of
+   * the same request id was given, in whatever order the calls reached the actor.
+   */
+  final List<Long> nonces;
   boolean prefillDone;
   long leaseExpiresAtMillis;
 
   Booking(String requestId, long attempt, Rank rank, long prefillTokens, long decodeBlocks, long bookedAtMillis,
-      long queuedMicros, SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes,
-      String policyClass) {
+      long queuedMicros, SelectionResult selection, List<Long> nonces, long leaseExpiresAtMillis,
+      long[] sequenceHashes, String policyClass) {
     this.requestId = requestId;
     this.attempt = attempt;
     this.rank = rank;
@@ -32,10 +39,30 @@ final class Booking {
     this.bookedAtMillis = bookedAtMillis;
     this.queuedMicros = queuedMicros;
     this.selection = selection;
-    this.nonce = nonce;
+    this.nonces = new ArrayList<>(nonces);
     this.leaseExpiresAtMillis = leaseExpiresAtMillis;
     this.sequenceHashes = sequenceHashes;
     this.policyClass = policyClass;
+  }
+
+  /** At most this many calls are remembered; the oldest goes first (its late cancel then frees nothing). */
+  static final int MAX_NONCES = 8;
+
+  /** Binds a call that was answered this booking (a replay); returns false if it already was. */
+  boolean bind(long nonce) {
+    if (nonces.contains(nonce)) {
+      return false;
+    }
+    if (nonces.size() == MAX_NONCES) {
+      nonces.remove(0);
+    }
+    nonces.add(nonce);
+    return true;
+  }
+
+  /** Unbinds a call that gave up; returns whether it was bound. */
+  boolean unbind(long nonce) {
+    return nonces.remove(Long.valueOf(nonce));
   }
 
   long heldPrefillTokens() {

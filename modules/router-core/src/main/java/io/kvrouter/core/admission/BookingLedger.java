@@ -33,7 +33,7 @@ public final class BookingLedger {
     this(snapshot.highestAttempt());
     for (LedgerSnapshot.Entry e : snapshot.bookings()) {
       Booking booking = new Booking(e.requestId(), e.attempt(), e.rank(), e.prefillTokens(), e.decodeBlocks(),
-          e.bookedAtMillis(), e.queuedMicros(), e.selection(), e.nonce(), e.leaseExpiresAtMillis(),
+          e.bookedAtMillis(), e.queuedMicros(), e.selection(), e.nonces(), e.leaseExpiresAtMillis(),
           e.sequenceHashes(), e.policyClass());
       booking.prefillDone = e.prefillDone();
       bookings.put(booking.requestId, booking);
@@ -55,7 +55,7 @@ public final class BookingLedger {
 
   private static LedgerSnapshot.Entry entry(Booking b) {
     return new LedgerSnapshot.Entry(b.requestId, b.attempt, b.rank, b.prefillTokens, b.decodeBlocks,
-        b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, b.nonce, b.prefillDone,
+        b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, List.copyOf(b.nonces), b.prefillDone,
         b.leaseExpiresAtMillis, b.policyClass);
   }
 
@@ -83,7 +83,7 @@ public final class BookingLedger {
   Booking open(String requestId, Rank rank, long prefillTokens, long decodeBlocks, long nowMillis, long queuedMicros,
       SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes, String policyClass) {
     Booking booking = new Booking(requestId, attempts.next(nowMillis), rank, prefillTokens, decodeBlocks, nowMillis,
-        queuedMicros, selection, nonce, leaseExpiresAtMillis, sequenceHashes, policyClass);
+        queuedMicros, selection, List.of(nonce), leaseExpiresAtMillis, sequenceHashes, policyClass);
     bookings.put(requestId, booking);
     if (log != null && log.isEnabled()) {
       log.opened(entry(booking));
@@ -99,8 +99,35 @@ public final class BookingLedger {
 
   void renew(Booking booking, long leaseExpiresAtMillis) {
     booking.leaseExpiresAtMillis = leaseExpiresAtMillis;
+    changed(booking);
+  }
+
+  /** Binds a replay's call to the booking ({@link Booking#bind}). */
+  void bind(Booking booking, long nonce) {
+    if (booking.bind(nonce)) {
+      changed(booking);
+    }
+  }
+
+  /**
+   * Unbinds a cancelled call; returns true when that was the booking's last call (the caller frees it then).
+   * False, with nothing changed, when the call was not bound to it.
+   */
+  boolean unbindIsLast(Booking booking, long nonce) {
+    if (!booking.unbind(nonce)) {
+      return false;
+    }
+    if (booking.nonces.isEmpty()) {
+      return true;
+    }
+    changed(booking);
+    return false;
+  }
+
+  private void changed(Booking booking) {
     if (log != null && log.isEnabled()) {
-      log.changed(new BookingChange(booking.requestId, booking.attempt, booking.prefillDone, leaseExpiresAtMillis));
+      log.changed(new BookingChange(booking.requestId, booking.attempt, booking.prefillDone,
+          booking.leaseExpiresAtMillis, List.copyOf(booking.nonces)));
     }
   }
 

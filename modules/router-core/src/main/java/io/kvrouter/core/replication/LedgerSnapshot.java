@@ -17,8 +17,8 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
   }
 
   /**
-   * One live booking. {@code sequenceHashes} must not be modified. {@code policyClass}: the admission queue class it
-   * was booked in ("" when not known).
+   * One live booking. {@code sequenceHashes} must not be modified. {@code nonces}: the Book calls it was answered to,
+   * oldest first. {@code policyClass}: the admission queue class it was booked in ("" when not known).
    */
   public record Entry(
       String requestId,
@@ -30,12 +30,13 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
       long queuedMicros,
       SelectionResult selection,
       long[] sequenceHashes,
-      long nonce,
+      List<Long> nonces,
       boolean prefillDone,
       long leaseExpiresAtMillis,
       String policyClass) {
 
     public Entry {
+      nonces = List.copyOf(nonces);
       policyClass = policyClass == null ? "" : policyClass;
     }
 
@@ -44,19 +45,19 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
         long queuedMicros, SelectionResult selection, long[] sequenceHashes, long nonce, boolean prefillDone,
         long leaseExpiresAtMillis) {
       this(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
-          sequenceHashes, nonce, prefillDone, leaseExpiresAtMillis, "");
+          sequenceHashes, List.of(nonce), prefillDone, leaseExpiresAtMillis, "");
     }
 
-    /** This booking with a new prefill-done flag and lease. */
-    public Entry changed(boolean done, long leaseExpires) {
+    /** This booking with {@code change}'s mutable fields. */
+    public Entry changed(BookingChange change) {
       return new Entry(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
-          sequenceHashes, nonce, done, leaseExpires, policyClass);
+          sequenceHashes, change.nonces(), change.prefillDone(), change.leaseExpiresAtMillis(), policyClass);
     }
 
     /** This booking keeping only {@code hashes} of its sequence hashes. */
     public Entry withSequenceHashes(long[] hashes) {
       return new Entry(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
-          hashes, nonce, prefillDone, leaseExpiresAtMillis, policyClass);
+          hashes, nonces, prefillDone, leaseExpiresAtMillis, policyClass);
     }
 
     /** Prefill tokens the booking still holds on its rank: none once prefill is done. */

@@ -127,7 +127,7 @@ public final class ModelReplica {
     for (BookingChange change : delta.changed()) {
       LedgerSnapshot.Entry live = bookings.get(change.requestId());
       if (live != null && live.attempt() == change.attempt()) {
-        bookings.put(live.requestId(), live.changed(change.prefillDone(), change.leaseExpiresAtMillis()));
+        bookings.put(live.requestId(), live.changed(change));
       }
     }
     for (Long nonce : delta.unqueued()) {

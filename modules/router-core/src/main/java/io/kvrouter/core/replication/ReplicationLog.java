@@ -116,7 +116,7 @@ public final class ReplicationLog implements Membership.Changes {
     }
     LedgerSnapshot.Entry fresh = opened.get(change.requestId());
     if (fresh != null && fresh.attempt() == change.attempt()) {
-      opened.put(change.requestId(), fresh.changed(change.prefillDone(), change.leaseExpiresAtMillis()));
+      opened.put(change.requestId(), fresh.changed(change));
     } else {
       changed.put(change.requestId(), change);
     }

@@ -104,6 +104,23 @@ class AdmissionStateTest {
     assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
   }
 
+  /**
+   * Calls of one request id may reach the actor out of order (a retry through another node is booked while the first
+   * call is still buffered): the stale call is answered as a replay, and its CancelBook, sent when it timed out,
+   * frees nothing the retry holds.
+   */
+  @Test
+  void aStaleCallArrivingAfterItsRetryCannotFreeTheRetrysBooking() {
+    BookingAnswer retry = book("r1", 2);
+    BookOutcome stale = state.book(Requests.of("m", "r1", 64), 1, 0);
+    assertThat(((BookOutcome.Booked) stale).answer().replay()).isTrue();
+    assertThat(state.cancelBook("r1", 1)).as("the stale call gave up: the retry still holds the booking").isFalse();
+    assertThat(state.markPrefillDone("r1", retry.attempt()).applied()).isTrue();
+    assertThat(state.cancelBook("r1", 2)).as("the retry gives up too: nobody holds it").isTrue();
+    assertThat(state.snapshot().bookings()).isEmpty();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
   @Test
   void cancelBookFreesExactlyItsOwnBooking() {
     book("r1", 1);

@@ -131,6 +131,26 @@ class RecoveryTest {
     assertThat(LedgerInvariants.firstMismatch(recovered.snapshot())).isNull();
   }
 
+  /** The calls a booking was answered to travel in the deltas: after a failover a stale call's cancel frees nothing. */
+  @Test
+  void theCallsABookingWasAnsweredToSurviveRecovery() {
+    ModelReplica replica = new ModelReplica("m", 10_000, KvOverlapSource.NONE, view -> {});
+    Replication.drainOne(old, clock.millis());
+    for (SnapshotChunk chunk : old.replicaSnapshot(clock.millis(), 4096)) {
+      replica.apply(chunk, clock.millis());
+    }
+    // r1 was booked by call 9 (setUp); a retry through another node (call 20) was answered the same booking
+    assertThat(old.book(new io.kvrouter.core.selection.SelectionRequest("m", "r1", new long[] {1, 2, 3}, 64, 0,
+        null, null, null, 0, null, null, null), 20, 0)).isInstanceOf(BookOutcome.Booked.class);
+    replica.apply(Replication.drainOne(old, clock.millis()), clock.millis());
+    AdmissionState recovered = recover(replica.recoveredState());
+    assertThat(recovered.cancelBook("r1", 9)).as("call 9 gave up; call 20 still holds r1").isFalse();
+    assertThat(recovered.snapshot().bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId).contains("r1");
+    assertThat(recovered.cancelBook("r1", 20)).isTrue();
+    assertThat(recovered.snapshot().bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId)
+        .doesNotContain("r1");
+  }
+
   @Test
   void withNoReportSinceRecoveryABookIsRejectedRecovering() {
     AdmissionState recovered = recover(replicated());

@@ -165,8 +165,6 @@ class SnapshotChunksTest {
   }
 
   private static LedgerSnapshot.Entry withHashes(LedgerSnapshot.Entry e, long[] hashes) {
-    return new LedgerSnapshot.Entry(e.requestId(), e.attempt(), e.rank(), e.prefillTokens(), e.decodeBlocks(),
-        e.bookedAtMillis(), e.queuedMicros(), e.selection(), hashes, e.nonce(), e.prefillDone(),
-        e.leaseExpiresAtMillis());
+    return e.withSequenceHashes(hashes);
   }
 }
