@@ -29,6 +29,7 @@ import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
 import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.typed.Cluster;
 
 /**
@@ -82,8 +83,10 @@ public final class RouterCluster {
         config.kvMaxEntries(), reorder, explain.enabled() ? explain.recent() : 0), clock::millis, selfAddress);
     Regions regions = Regions.start(system, clock::millis, RegionsConfig.fromConfig(settings), region);
     ReplicaListing listing = new ReplicaListing();
+    Cluster cluster = Cluster.get(system);
     ModelAdmission.Environment env = new ModelAdmission.Environment(config.settings(), clock, slots,
-        config.expiryInterval(), replication, listing, selfAddress, regions.publisher());
+        config.expiryInterval(), replication, listing, selfAddress, regions.publisher(),
+        () -> regionMembers(cluster, region));
     AdmissionEntities entities = AdmissionEntities.start(system,
         (model, shard) -> decorator.apply(ModelAdmission.create(model, shard, env)));
     ActorRef<ReplicaActor.Command> replicaActor = system.systemActorOf(ReplicaActor.create(
@@ -99,6 +102,17 @@ public final class RouterCluster {
         regions, selfAddress);
     Holder.ID.apply(system).node = node;
     return node;
+  }
+
+  /** The members of {@code region} this node's membership lists (every status but removed). */
+  private static int regionMembers(Cluster cluster, String region) {
+    int members = 0;
+    for (Member member : cluster.state().getMembers()) {
+      if (member.dataCenter().equals(region) && member.status() != MemberStatus.removed()) {
+        members++;
+      }
+    }
+    return members;
   }
 
   /** The routing layer that {@link #init} started on this system (management routes find it here). */

@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A node that relays a Book applies the booked rank's new load to its own view before it answers, so the caller's next
- * Select on that node sees the booking. Replication is held back here (its interval and resend-after are an hour), so
- * only the answers can have moved the relaying node's view.
+ * Select on that node sees the booking. Replication is held back here (its interval and resend-after are an hour, and
+ * answers do not wait for the majority, which would send each change at once), so only the answers can have moved
+ * the relaying node's view.
  */
 class ReadYourWritesTest {
   @Test
@@ -22,6 +23,7 @@ class ReadYourWritesTest {
     try (TestRegion region = TestRegion.start(3, """
         kvrouter.replication.interval = 1h
         kvrouter.replication.resend-after = 1h
+        kvrouter.replication.wait-for-majority = off
         """)) {
       TestRegion.Node b = region.node(1);
       // hosted elsewhere; registered through b, which adopts the view each reply carries

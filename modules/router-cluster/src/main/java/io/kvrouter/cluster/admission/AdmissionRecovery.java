@@ -63,11 +63,24 @@ final class AdmissionRecovery {
     if (!env.replication().enabled()) {
       return running.apply(recovery.fresh());
     }
+    return recovery.awaitingStamps(recovery.queryStamps(), new HashMap<>());
+  }
+
+  /** Asks every replica actor of the region (this node's included) for its copy's stamp; returns how many. */
+  private int queryStamps() {
     Set<ActorRef<ReplicaActor.Command>> asked = env.replicas().all();
     asked.forEach(peer -> peer.tell(new ReplicaActor.QueryStamp(model, replies)));
     timers.startSingleTimer(TIMER, ModelAdmission.RecoveryTimeout.INSTANCE,
         env.replication().recoveryQueryTimeout());
-    return recovery.awaitingStamps(asked.size(), new HashMap<>());
+    return asked.size();
+  }
+
+  /**
+   * Copies to hear from before picking one: a majority of the region's nodes when answers wait for the majority (one
+   * of any majority holds every answered change), else whoever answers in time.
+   */
+  private int quorum() {
+    return env.replication().copiesToHearFrom(env.regionMembers().getAsInt());
   }
 
   private AdmissionState fresh() {
@@ -80,11 +93,19 @@ final class AdmissionRecovery {
     return waiting(command -> {
       if (command instanceof ModelAdmission.FromReplica from && from.reply() instanceof ReplicaActor.Stamp stamp) {
         stamps.put(stamp.peer(), stamp);
-        return stamps.size() >= asked ? pullFreshest(stamps) : null;
+        return stamps.size() >= Math.max(asked, quorum()) ? pullFreshest(stamps) : null;
       }
       if (command == ModelAdmission.RecoveryTimeout.INSTANCE) {
-        context.getLog().warn("model '{}': {} of {} replica nodes answered the recovery query in time", model,
-            stamps.size(), asked);
+        int quorum = quorum();
+        if (stamps.size() < quorum) {
+          context.getLog().warn("model '{}': {} of the {} copies recovery needs answered in time; asking again",
+              model, stamps.size(), quorum);
+          return awaitingStamps(queryStamps(), stamps);
+        }
+        if (stamps.size() < asked) {
+          context.getLog().info("model '{}': {} of {} replica nodes answered the recovery query in time", model,
+              stamps.size(), asked);
+        }
         return pullFreshest(stamps);
       }
       return null;

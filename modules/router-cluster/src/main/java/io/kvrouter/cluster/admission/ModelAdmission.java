@@ -24,6 +24,7 @@ import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.membership.Registered;
 import io.kvrouter.core.membership.ViewState;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.replication.HeldReplies;
 import io.kvrouter.core.replication.ReplicaDelta;
 import io.kvrouter.core.replication.ReplicationSender;
 import io.kvrouter.core.replication.SnapshotChunk;
@@ -170,10 +171,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   /** Books decided by the actor on {@code hostNode}, newest first (none when its node records no decisions). */
   public record BookDecisionsReply(List<Explanation> decisions, String hostNode) implements CborSerializable {}
 
-  /** What the node gives each admission actor it hosts. */
+  /** What the node gives each admission actor it hosts; {@code regionMembers}: the members of its region now. */
   public record Environment(AdmissionSettings settings, Clock clock, ModelSlots<Command> slots,
       Duration expiryInterval, ReplicationConfig replication, ReplicaListing replicas, String hostNode,
-      PoolPublisher pools) {}
+      PoolPublisher pools, java.util.function.IntSupplier regionMembers) {}
 
   private static final Object FLUSH_TIMER = "flush";
   private static final Object RESEND_TIMER = "resend";
@@ -189,6 +190,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private final TimerScheduler<Command> timers;
   private final ReplicationSender<ActorRef<ReplicaActor.Command>> sender;
   private final ReplicationSender.Transport<ActorRef<ReplicaActor.Command>> transport;
+  /** Answers waiting until a majority of the region holds what they acknowledge. */
+  private final HeldReplies held = new HeldReplies();
+  /** A Flush is on its way in the mailbox (sent to carry held answers' changes at once). */
+  private boolean flushRequested;
   /** The last pool summary's sequence number in this incarnation (0: none published yet). */
   private long poolSequence;
 
@@ -270,16 +275,18 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(SetPolicy.class, this::onSetPolicy)
         .onMessage(Book.class, this::onBook)
         .onMessage(CancelBook.class, this::onCancelBook)
-        .onMessage(Release.class, m -> reply(m.replyTo(),
+        .onMessage(Release.class, m -> replyReplicated(m.replyTo(),
             new MutationReply(state.release(m.requestId(), m.attempt()))))
-        .onMessage(MarkPrefillDone.class, m -> reply(m.replyTo(),
+        .onMessage(MarkPrefillDone.class, m -> replyReplicated(m.replyTo(),
             new MutationReply(state.markPrefillDone(m.requestId(), m.attempt()))))
-        .onMessage(Renew.class, m -> reply(m.replyTo(), new MutationReply(state.renew(m.requestId(), m.attempt()))))
+        .onMessage(Renew.class, m -> replyReplicated(m.replyTo(),
+            new MutationReply(state.renew(m.requestId(), m.attempt()))))
         .onMessage(GetState.class, m -> reply(m.replyTo(),
             new StateReply(state.snapshot(), env.hostNode(), state.replicationSeq())))
         .onMessage(GetBookDecisions.class, m -> reply(m.replyTo(), bookDecisions(m.limit())))
         .onMessageEquals(ExpireLeases.INSTANCE, this::onExpire)
         .onMessageEquals(Flush.INSTANCE, () -> {
+          flushRequested = false;
           flush();
           return this;
         })
@@ -297,6 +304,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
           state.rejectQueued();
           answerCompletions();
           flush();
+          dropHeld();
           return Behaviors.stopped();
         })
         .onSignal(PostStop.class, signal -> {
@@ -321,6 +329,52 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     return afterCommand();
   }
 
+  /** As {@link #reply}, the answer sent once a majority of the region holds what it acknowledges. */
+  private <T> Behavior<Command> replyReplicated(ActorRef<T> replyTo, T value) {
+    answerReplicated(replyTo, value);
+    return afterCommand();
+  }
+
+  /**
+   * Sends {@code value} at once when no peer need hold the change first (a region of one node, or replication off),
+   * else holds it for {@link #releaseHeld} and makes sure a flush carries the change soon: at once when no earlier
+   * delta awaits its acknowledgements, else when they come (so under load one flush carries many answers' changes).
+   */
+  private <T> void answerReplicated(ActorRef<T> replyTo, T value) {
+    if (peersToWaitFor() == 0) {
+      replyTo.tell(value);
+      return;
+    }
+    held.hold(() -> replyTo.tell(value));
+    requestFlushIfIdle();
+  }
+
+  private void requestFlushIfIdle() {
+    if (!held.awaitingAcks() && held.hasUnsealed() && !flushRequested) {
+      flushRequested = true;
+      getContext().getSelf().tell(Flush.INSTANCE);
+    }
+  }
+
+  /** Sends the held answers whose changes enough peers acknowledged; then flushes what newer ones wait for. */
+  private void releaseHeld() {
+    held.release(sender.ackedByAtLeast(peersToWaitFor()));
+    requestFlushIfIdle();
+  }
+
+  private void dropHeld() {
+    int dropped = held.dropAll();
+    if (dropped > 0) {
+      getContext().getLog().info("model '{}': stopped with {} answer(s) not yet held by a majority; their callers "
+          + "retry", state.model(), dropped);
+    }
+  }
+
+  /** Peers that must hold a change before it is answered: half the region's members, rounded down. */
+  private int peersToWaitFor() {
+    return env.replication().peersToWaitFor(env.regionMembers().getAsInt());
+  }
+
   /**
    * Answers the queued Books the command decided, then passivates the actor once its model holds nothing (no
    * worker, booking or queued Book, the clock past its last attempt's millisecond: see
@@ -331,7 +385,15 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private Behavior<Command> afterCommand() {
     answerCompletions();
     scheduleFlush();
-    if (!state.isDisposable()) {
+    return passivateIfDisposable();
+  }
+
+  /**
+   * Passivates the actor once its model holds nothing and every answer went out (the Deregister or Release that
+   * emptied it may still wait for the majority: it is answered first).
+   */
+  private Behavior<Command> passivateIfDisposable() {
+    if (!state.isDisposable() || held.size() > 0) {
       return this;
     }
     // the peers learn that the model is empty, and forget it; so do the other regions
@@ -375,7 +437,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private Behavior<Command> onRegister(Register m) {
     try {
       Registered registered = state.register(m.config());
-      return reply(m.replyTo(), new WorkerRegistered(registered, state.viewState()));
+      return replyReplicated(m.replyTo(), new WorkerRegistered(registered, state.viewState()));
     } catch (RoutingException e) {
       return reply(m.replyTo(), new Refused(e.error()));
     }
@@ -384,7 +446,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private Behavior<Command> onDeregister(Deregister m) {
     try {
       int dropped = state.deregister(m.workerId());
-      return reply(m.replyTo(), new WorkerDeregistered(dropped, state.viewState()));
+      return replyReplicated(m.replyTo(), new WorkerDeregistered(dropped, state.viewState()));
     } catch (RoutingException e) {
       return reply(m.replyTo(), new Refused(e.error()));
     }
@@ -402,7 +464,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private Behavior<Command> onSetPolicy(SetPolicy m) {
     try {
       long version = state.setPolicy(m.policy(), m.parameters());
-      return reply(m.replyTo(), new PolicyChanged(state.view().policy().policy().wireName(), version,
+      return replyReplicated(m.replyTo(), new PolicyChanged(state.view().policy().policy().wireName(), version,
           state.viewState()));
     } catch (RoutingException e) {
       return reply(m.replyTo(), new Refused(e.error()));
@@ -418,7 +480,15 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       queued.put(m.nonce(), m.replyTo());
       return afterCommand();
     }
-    return reply(m.replyTo(), toReply(outcome));
+    return answer(m.replyTo(), outcome);
+  }
+
+  /** A booking's answer once a majority holds it; a refusal changed nothing and goes at once. */
+  private Behavior<Command> answer(ActorRef<BookReply> replyTo, BookOutcome outcome) {
+    if (outcome instanceof BookOutcome.Booked) {
+      return replyReplicated(replyTo, toReply(outcome));
+    }
+    return reply(replyTo, toReply(outcome));
   }
 
   private Behavior<Command> onCancelBook(CancelBook m) {
@@ -446,6 +516,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     long now = env.clock().millis();
     if (m.reply() instanceof ReplicaActor.Acked acked) {
       sender.acked(acked.peer(), acked.epoch(), acked.seq(), state.epoch(), now);
+      releaseHeld();
+      return passivateIfDisposable();
     } else if (m.reply() instanceof ReplicaActor.SnapshotWanted wanted
         && sender.snapshotWanted(wanted.peer(), wanted.epoch(), state.epoch())) {
       scheduleFlush();
@@ -463,6 +535,9 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private void flush() {
     if (env.replication().enabled()) {
       sender.flush(state, env.replicas().others(), env.clock().millis(), transport);
+      held.seal(state.replicationSeq());
+      // the region shrank, or the peers acknowledged the seq before: nothing more to wait for
+      releaseHeld();
     }
   }
 
@@ -471,7 +546,11 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
     for (Completion completion : state.drainCompletions()) {
       ActorRef<BookReply> replyTo = queued.remove(completion.nonce());
       if (replyTo != null) {
-        replyTo.tell(toReply(completion.outcome()));
+        if (completion.outcome() instanceof BookOutcome.Booked) {
+          answerReplicated(replyTo, toReply(completion.outcome()));
+        } else {
+          replyTo.tell(toReply(completion.outcome()));
+        }
       }
     }
   }

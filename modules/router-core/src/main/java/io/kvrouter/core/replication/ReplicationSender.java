@@ -148,6 +148,26 @@ public final class ReplicationSender<P> {
   }
 
   /**
+   * The highest seq of this epoch that at least {@code peers} of the listed peers acknowledged ({@code peers} 0: every
+   * seq, {@link Long#MAX_VALUE}); 0 when fewer peers acknowledged anything.
+   */
+  public long ackedByAtLeast(int peers) {
+    if (peers <= 0) {
+      return Long.MAX_VALUE;
+    }
+    if (this.peers.size() < peers) {
+      return 0;
+    }
+    long[] acked = new long[this.peers.size()];
+    int i = 0;
+    for (PeerProgress progress : this.peers.values()) {
+      acked[i++] = progress.ackedSeq;
+    }
+    java.util.Arrays.sort(acked);
+    return acked[acked.length - peers];
+  }
+
+  /**
    * {@code peer} reported a gap in {@code epoch}: it gets a snapshot at a coming flush. Returns whether the owner
    * should flush soon (the report is of its epoch).
    */
