@@ -159,6 +159,17 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
 
+def _numbered(request: Any, retries: int, numbered: bool) -> Any:
+    """The request to send as try ``retries``: a numbered request (a Book) carries its retry number, so the router
+    lets a replay take over the booking from the calls it superseded."""
+    if not numbered or retries == 0:
+        return request
+    resend = type(request)()
+    resend.CopyFrom(request)
+    resend.retry = retries
+    return resend
+
+
 class Transport(_Base):
     """A sync channel to one router and the call loop over it."""
 
@@ -175,14 +186,17 @@ class Transport(_Base):
         """The stubs calls go through (one channel today; the place for a channel per node)."""
         return self._stubs
 
-    def call(self, method: Any, request: Any, timeout: Optional[float], what: str) -> Tuple[Any, int]:
+    def call(self, method: Any, request: Any, timeout: Optional[float], what: str,
+             numbered: bool = False) -> Tuple[Any, int]:
         """Sends ``request`` through ``method`` (a stub's multi-callable); returns the answer and how many times
-        it was sent again after a lost transport. Raises :class:`KvRouterError`."""
+        it was sent again after a lost transport (each resend of a ``numbered`` request carries its number in
+        ``retry``). Raises :class:`KvRouterError`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         retries = 0
         while True:
             try:
-                return method(request, timeout=_remaining(deadline), metadata=self.metadata), retries
+                return method(_numbered(request, retries, numbered), timeout=_remaining(deadline),
+                              metadata=self.metadata), retries
             except grpc.RpcError as e:
                 _, pause = self._retry_or_raise(e, retries, deadline, what)
             time.sleep(pause)
@@ -208,13 +222,15 @@ class AsyncTransport(_Base):
         """The stubs calls go through (one channel today; the place for a channel per node)."""
         return self._stubs
 
-    async def call(self, method: Any, request: Any, timeout: Optional[float], what: str) -> Tuple[Any, int]:
+    async def call(self, method: Any, request: Any, timeout: Optional[float], what: str,
+                   numbered: bool = False) -> Tuple[Any, int]:
         """As :meth:`Transport.call`; cancelling the awaiting task cancels the call in flight."""
         deadline = None if timeout is None else time.monotonic() + timeout
         retries = 0
         while True:
             try:
-                return await method(request, timeout=_remaining(deadline), metadata=self.metadata), retries
+                return await method(_numbered(request, retries, numbered), timeout=_remaining(deadline),
+                                    metadata=self.metadata), retries
             except grpc.aio.AioRpcError as e:
                 _, pause = self._retry_or_raise(e, retries, deadline, what)
             await asyncio.sleep(pause)

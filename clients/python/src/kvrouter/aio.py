@@ -108,7 +108,7 @@ class AsyncRouter:
     async def _book(self, model: str, request: router_pb2.RouteRequest, timeout: Optional[float]) -> "AsyncBooking":
         try:
             answer, replays = await self._transport.call(self._transport.stubs().router.Book, request, timeout,
-                                                         "Book")
+                                                         "Book", numbered=True)
         except KvRouterError as e:
             if book_outcome_unknown(e):
                 raise BookingOutcomeUnknown(request.request_id, e) from None

@@ -109,8 +109,10 @@ class Router:
         booking returns it again (``booking.replay``), so one request never holds two bookings.
 
         If the answer is lost (the connection drops after the router answered), the Book is sent again with the
-        same ``request_id``, within ``timeout``: it returns the booking the router made (``replay`` true) or, if
-        the router saw the call end and undid it, books anew (``replay`` false). If every replay fails, raises
+        same ``request_id`` and its retry number, within ``timeout``: it returns the booking the router made
+        (``replay`` true) or, if the router saw the call end and undid it, books anew (``replay`` false). A replay
+        takes the booking over from the lost call, so a replay that is cancelled or times out in its turn is undone
+        by the router too. If every replay fails, raises
         :class:`~kvrouter.errors.BookingOutcomeUnknown` (the router may hold a booking: :meth:`reclaim`, or the
         lease ends it). A Book whose ``timeout`` passes raises :class:`~kvrouter.errors.DeadlineExceeded` and is
         undone by the router (on the default ``netty`` binding also when the answer crossed the cancel).
@@ -125,7 +127,7 @@ class Router:
             allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=False)
         try:
             answer, replays = self._transport.call(self._transport.stubs().router.Book, request,
-                                                   self._timeout(timeout), "Book")
+                                                   self._timeout(timeout), "Book", numbered=True)
         except KvRouterError as e:
             if book_outcome_unknown(e):
                 raise BookingOutcomeUnknown(request_id, e) from None

@@ -383,7 +383,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     }
     Booking live = ledger.live(request.requestId());
     if (live != null) {
-      ledger.bind(live, nonce);
+      ledger.bind(live, nonce, request.retry());
       return new BookOutcome.Booked(answer(live, true));
     }
     queue.supersede(request.requestId());
@@ -435,7 +435,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     long decode = Scorers.requestBlocks(request.islTokens(), view.blockSize());
     RankLoad after = membership.addLoad(selection.rank(), 1, prefill, decode);
     Booking booking = ledger.open(request.requestId(), selection.rank(), prefill, decode, now, queuedMicros,
-        selection.withLoad(after), nonce, now + settings.lease().toMillis(), request.blockHashes(), policyClass);
+        selection.withLoad(after), nonce, request.retry(), now + settings.lease().toMillis(), request.blockHashes(), policyClass);
     activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
     overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
     return new BookOutcome.Booked(answer(booking, false));

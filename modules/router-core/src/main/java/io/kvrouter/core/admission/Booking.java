@@ -25,11 +25,13 @@ final class Booking {
    * the same request id was given, in whatever order the calls reached the actor.
    */
   final List<Long> nonces;
+  /** The client's retry number of the calls in {@code nonces}: a call numbered higher supersedes them. */
+  int retry;
   boolean prefillDone;
   long leaseExpiresAtMillis;
 
   Booking(String requestId, long attempt, Rank rank, long prefillTokens, long decodeBlocks, long bookedAtMillis,
-      long queuedMicros, SelectionResult selection, List<Long> nonces, long leaseExpiresAtMillis,
+      long queuedMicros, SelectionResult selection, List<Long> nonces, int retry, long leaseExpiresAtMillis,
       long[] sequenceHashes, String policyClass) {
     this.requestId = requestId;
     this.attempt = attempt;
@@ -40,6 +42,7 @@ final class Booking {
     this.queuedMicros = queuedMicros;
     this.selection = selection;
     this.nonces = new ArrayList<>(nonces);
+    this.retry = retry;
     this.leaseExpiresAtMillis = leaseExpiresAtMillis;
     this.sequenceHashes = sequenceHashes;
     this.policyClass = policyClass;
@@ -48,10 +51,18 @@ final class Booking {
   /** At most this many calls are remembered; the oldest goes first (its late cancel then frees nothing). */
   static final int MAX_NONCES = 8;
 
-  /** Binds a call that was answered this booking (a replay); returns false if it already was. */
-  boolean bind(long nonce) {
-    if (nonces.contains(nonce)) {
+  /**
+   * Binds a call that was answered this booking (a replay) and was its client's retry number {@code retry}: a higher
+   * number than the bound calls' replaces them (the client gave up on them), a lower one binds nothing (a late copy
+   * of a call the client already retried). Returns whether anything changed.
+   */
+  boolean bind(long nonce, int retry) {
+    if (retry < this.retry || nonces.contains(nonce)) {
       return false;
+    }
+    if (retry > this.retry) {
+      nonces.clear();
+      this.retry = retry;
     }
     if (nonces.size() == MAX_NONCES) {
       nonces.remove(0);

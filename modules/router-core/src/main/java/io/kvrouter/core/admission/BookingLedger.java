@@ -33,7 +33,7 @@ public final class BookingLedger {
     this(snapshot.highestAttempt());
     for (LedgerSnapshot.Entry e : snapshot.bookings()) {
       Booking booking = new Booking(e.requestId(), e.attempt(), e.rank(), e.prefillTokens(), e.decodeBlocks(),
-          e.bookedAtMillis(), e.queuedMicros(), e.selection(), e.nonces(), e.leaseExpiresAtMillis(),
+          e.bookedAtMillis(), e.queuedMicros(), e.selection(), e.nonces(), e.retry(), e.leaseExpiresAtMillis(),
           e.sequenceHashes(), e.policyClass());
       booking.prefillDone = e.prefillDone();
       bookings.put(booking.requestId, booking);
@@ -55,7 +55,7 @@ public final class BookingLedger {
 
   private static LedgerSnapshot.Entry entry(Booking b) {
     return new LedgerSnapshot.Entry(b.requestId, b.attempt, b.rank, b.prefillTokens, b.decodeBlocks,
-        b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, List.copyOf(b.nonces), b.prefillDone,
+        b.bookedAtMillis, b.queuedMicros, b.selection, b.sequenceHashes, List.copyOf(b.nonces), b.retry, b.prefillDone,
         b.leaseExpiresAtMillis, b.policyClass);
   }
 
@@ -81,9 +81,10 @@ public final class BookingLedger {
 
   /** Records a new booking under a fresh attempt. */
   Booking open(String requestId, Rank rank, long prefillTokens, long decodeBlocks, long nowMillis, long queuedMicros,
-      SelectionResult selection, long nonce, long leaseExpiresAtMillis, long[] sequenceHashes, String policyClass) {
+      SelectionResult selection, long nonce, int retry, long leaseExpiresAtMillis, long[] sequenceHashes,
+      String policyClass) {
     Booking booking = new Booking(requestId, attempts.next(nowMillis), rank, prefillTokens, decodeBlocks, nowMillis,
-        queuedMicros, selection, List.of(nonce), leaseExpiresAtMillis, sequenceHashes, policyClass);
+        queuedMicros, selection, List.of(nonce), retry, leaseExpiresAtMillis, sequenceHashes, policyClass);
     bookings.put(requestId, booking);
     if (log != null && log.isEnabled()) {
       log.opened(entry(booking));
@@ -103,8 +104,8 @@ public final class BookingLedger {
   }
 
   /** Binds a replay's call to the booking ({@link Booking#bind}). */
-  void bind(Booking booking, long nonce) {
-    if (booking.bind(nonce)) {
+  void bind(Booking booking, long nonce, int retry) {
+    if (booking.bind(nonce, retry)) {
       changed(booking);
     }
   }
@@ -127,7 +128,7 @@ public final class BookingLedger {
   private void changed(Booking booking) {
     if (log != null && log.isEnabled()) {
       log.changed(new BookingChange(booking.requestId, booking.attempt, booking.prefillDone,
-          booking.leaseExpiresAtMillis, List.copyOf(booking.nonces)));
+          booking.leaseExpiresAtMillis, List.copyOf(booking.nonces), booking.retry));
     }
   }
 

@@ -18,7 +18,8 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
 
   /**
    * One live booking. {@code sequenceHashes} must not be modified. {@code nonces}: the Book calls it was answered to,
-   * oldest first. {@code policyClass}: the admission queue class it was booked in ("" when not known).
+   * oldest first, and {@code retry} their client's retry number. {@code policyClass}: the admission queue class it
+   * was booked in ("" when not known).
    */
   public record Entry(
       String requestId,
@@ -31,6 +32,7 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
       SelectionResult selection,
       long[] sequenceHashes,
       List<Long> nonces,
+      int retry,
       boolean prefillDone,
       long leaseExpiresAtMillis,
       String policyClass) {
@@ -45,19 +47,19 @@ public record LedgerSnapshot(List<Entry> bookings, long highestAttempt) {
         long queuedMicros, SelectionResult selection, long[] sequenceHashes, long nonce, boolean prefillDone,
         long leaseExpiresAtMillis) {
       this(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
-          sequenceHashes, List.of(nonce), prefillDone, leaseExpiresAtMillis, "");
+          sequenceHashes, List.of(nonce), 0, prefillDone, leaseExpiresAtMillis, "");
     }
 
     /** This booking with {@code change}'s mutable fields. */
     public Entry changed(BookingChange change) {
       return new Entry(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
-          sequenceHashes, change.nonces(), change.prefillDone(), change.leaseExpiresAtMillis(), policyClass);
+          sequenceHashes, change.nonces(), change.retry(), change.prefillDone(), change.leaseExpiresAtMillis(), policyClass);
     }
 
     /** This booking keeping only {@code hashes} of its sequence hashes. */
     public Entry withSequenceHashes(long[] hashes) {
       return new Entry(requestId, attempt, rank, prefillTokens, decodeBlocks, bookedAtMillis, queuedMicros, selection,
-          hashes, nonces, prefillDone, leaseExpiresAtMillis, policyClass);
+          hashes, nonces, retry, prefillDone, leaseExpiresAtMillis, policyClass);
     }
 
     /** Prefill tokens the booking still holds on its rank: none once prefill is done. */

@@ -222,12 +222,12 @@ public final class SnapshotChunks {
   }
 
   static int changeBytes(BookingChange change) {
-    return HEADER + CHANGE_KEYS + string(change.requestId()) + 2 * NUMBER + SMALL + HEADER
+    return HEADER + CHANGE_KEYS + string(change.requestId()) + 3 * NUMBER + SMALL + HEADER
         + NUMBER * change.nonces().size();
   }
 
   public static int entryBytes(LedgerSnapshot.Entry e) {
-    return HEADER + ENTRY_KEYS + string(e.requestId()) + rankBytes(e.rank()) + 6 * NUMBER + SMALL
+    return HEADER + ENTRY_KEYS + string(e.requestId()) + rankBytes(e.rank()) + 7 * NUMBER + SMALL
         + selectionBytes(e.selection()) + HEADER + NUMBER * e.sequenceHashes().length + HEADER
         + NUMBER * e.nonces().size() + string(e.policyClass());
   }

@@ -14,6 +14,9 @@ import java.util.Set;
  * if it had waited {@code priority} seconds longer, WSPT weighs it {@code 1 + priority}; negative counts as 0),
  * {@code strictPriority} (a tier: a higher one always leaves the queue first within its class) and
  * {@code policyClass} (the class or family the request names; empty: none).
+ *
+ * <p>{@code retry} is how many times the client sent this Book before after losing its answer: it decides which of
+ * a booking's calls hold it (a call numbered higher supersedes the earlier ones; see {@code Booking}).
  */
 public record SelectionRequest(
     String model,
@@ -30,7 +33,8 @@ public record SelectionRequest(
     Double overlapCredit,
     Double prefillLoadScale,
     int strictPriority,
-    String policyClass) {
+    String policyClass,
+    int retry) {
 
   private static final long[] NO_HASHES = new long[0];
 
@@ -40,6 +44,16 @@ public record SelectionRequest(
     allowedWorkers = allowedWorkers == null ? Set.of() : allowedWorkers;
     excludedWorkers = excludedWorkers == null ? Set.of() : excludedWorkers;
     policyClass = policyClass == null ? "" : policyClass;
+    retry = Math.max(0, retry);
+  }
+
+  /** A first send (retry 0). */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, 0);
   }
 
   /** A request in no strict tier and naming no class. */
@@ -62,21 +76,21 @@ public record SelectionRequest(
   public SelectionRequest withRequestId(String id) {
     return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
         allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass);
+        policyClass, retry);
   }
 
   /** This request with {@code excluded} as its excluded workers. */
   public SelectionRequest withExcludedWorkers(Set<String> excluded) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass);
+        policyClass, retry);
   }
 
   /** This request with {@code allowed} as its allowed workers (recovery mode's admissible workers too). */
   public SelectionRequest withAllowedWorkers(Set<String> allowed) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass);
+        policyClass, retry);
   }
 
   /** This request in strict tier {@code tier} of the class or family {@code policyClassName}. */
@@ -84,5 +98,12 @@ public record SelectionRequest(
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, tier,
         policyClassName);
+  }
+
+  /** This request as its client's {@code n}-th retry. */
+  public SelectionRequest withRetry(int n) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, n);
   }
 }

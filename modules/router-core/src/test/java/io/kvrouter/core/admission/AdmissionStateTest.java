@@ -8,6 +8,7 @@ import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.replication.LedgerSnapshot;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
@@ -119,6 +120,44 @@ class AdmissionStateTest {
     assertThat(state.cancelBook("r1", 2)).as("the retry gives up too: nobody holds it").isTrue();
     assertThat(state.snapshot().bookings()).isEmpty();
     assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
+  /**
+   * A replay numbered higher (the client lost the first answer and sent the Book again) takes the booking over: when
+   * that replay's call is cancelled too, the client holds nothing, and the booking is freed.
+   */
+  @Test
+  void aCancelledRetryFreesTheBookingItTookOver() {
+    book("r1", 1);
+    BookOutcome replay = state.book(Requests.of("m", "r1", 64).withRetry(1), 2, 0);
+    assertThat(((BookOutcome.Booked) replay).answer().replay()).isTrue();
+    assertThat(state.cancelBook("r1", 1)).as("the first call no longer holds it").isFalse();
+    assertThat(state.snapshot().bookings()).hasSize(1);
+    assertThat(state.cancelBook("r1", 2)).as("the retry gave up: nobody holds it").isTrue();
+    assertThat(state.snapshot().bookings()).isEmpty();
+  }
+
+  /** A late copy of a call the client already retried is answered the booking but holds nothing of it. */
+  @Test
+  void aLateLowerNumberedCallHoldsNothing() {
+    BookingAnswer retry = state.book(Requests.of("m", "r1", 64).withRetry(1), 2, 0) instanceof BookOutcome.Booked b
+        ? b.answer() : null;
+    assertThat(retry).isNotNull();
+    BookOutcome stale = state.book(Requests.of("m", "r1", 64), 1, 0);
+    assertThat(((BookOutcome.Booked) stale).answer().attempt()).isEqualTo(retry.attempt());
+    assertThat(state.cancelBook("r1", 1)).isFalse();
+    assertThat(state.snapshot().bookings()).hasSize(1);
+    assertThat(state.cancelBook("r1", 2)).isTrue();
+  }
+
+  /** The retry number a booking's calls hold it by is in the snapshot, so a later incarnation keeps the rule. */
+  @Test
+  void theRetryNumberSurvivesASnapshot() {
+    book("r1", 1);
+    state.book(Requests.of("m", "r1", 64).withRetry(3), 2, 0);
+    LedgerSnapshot.Entry entry = state.ledgerSnapshot().bookings().get(0);
+    assertThat(entry.retry()).isEqualTo(3);
+    assertThat(entry.nonces()).containsExactly(2L);
   }
 
   @Test

@@ -16,7 +16,8 @@ class BookingLedgerTest {
   }
 
   private static Booking open(BookingLedger ledger, String requestId, Rank rank) {
-    return ledger.open(requestId, rank, 64, 4, NOW, 0, selection(rank), 99, NOW + 1000, new long[] {1, 2, 3}, "default");
+    return ledger.open(requestId, rank, 64, 4, NOW, 0, selection(rank), 99, 0, NOW + 1000, new long[] {1, 2, 3},
+        "default");
   }
 
   @Test

@@ -47,7 +47,7 @@ class ReplicationLogTest {
   @Test
   void openedThenClosedInOneIntervalIsInNeitherList() {
     log.opened(entry("r1", 5));
-    log.changed(new BookingChange("r1", 5, true, 900, List.of(1L)));
+    log.changed(new BookingChange("r1", 5, true, 900, List.of(1L), 0));
     log.closed("r1", 5);
     assertThat(log.hasChanges()).isFalse();
     assertThat(drain()).isNull();
@@ -57,7 +57,7 @@ class ReplicationLogTest {
   void closedThenReopenedUnderANewAttemptIsClosedOldAndOpenedNew() {
     log.opened(entry("r1", 5));
     drain();
-    log.changed(new BookingChange("r1", 5, true, 900, List.of(1L)));
+    log.changed(new BookingChange("r1", 5, true, 900, List.of(1L), 0));
     log.closed("r1", 5);
     log.opened(entry("r1", 6));
     ReplicaDelta delta = drain();
@@ -69,16 +69,16 @@ class ReplicationLogTest {
   @Test
   void aChangeToABookingOpenedInTheSameIntervalIsFoldedIntoIt() {
     log.opened(entry("r1", 5));
-    log.changed(new BookingChange("r1", 5, true, 900, List.of(1L)));
+    log.changed(new BookingChange("r1", 5, true, 900, List.of(1L), 0));
     ReplicaDelta delta = drain();
     assertThat(delta.changed()).isEmpty();
     assertThat(delta.opened()).singleElement().satisfies(e -> {
       assertThat(e.prefillDone()).isTrue();
       assertThat(e.leaseExpiresAtMillis()).isEqualTo(900);
     });
-    log.changed(new BookingChange("r1", 5, true, 950, List.of(1L)));
-    log.changed(new BookingChange("r1", 5, true, 1000, List.of(1L)));
-    assertThat(drain().changed()).containsExactly(new BookingChange("r1", 5, true, 1000, List.of(1L)));
+    log.changed(new BookingChange("r1", 5, true, 950, List.of(1L), 0));
+    log.changed(new BookingChange("r1", 5, true, 1000, List.of(1L), 0));
+    assertThat(drain().changed()).containsExactly(new BookingChange("r1", 5, true, 1000, List.of(1L), 0));
   }
 
   @Test
@@ -87,7 +87,7 @@ class ReplicationLogTest {
     log.opened(entry("r2", 6));
     log.viewChanged();
     log.rankChanged(new Rank("a", 0));
-    log.changed(new BookingChange("r2", 6, true, 1, List.of(1L)));
+    log.changed(new BookingChange("r2", 6, true, 1, List.of(1L), 0));
     log.closed("r2", 6);
     assertThat(log.hasChanges()).isFalse();
     assertThat(log.drain(0, () -> null, rank -> null, 0, Integer.MAX_VALUE)).isEmpty();

@@ -82,7 +82,7 @@ public final class ProtoMapping {
         hashes[i] = in.getBlockHashes(i);
       }
     }
-    return requests.toSelectionRequest(new SelectionRequests.Fields(in.getModel(), in.getRequestId(), tokens,
+    SelectionRequest request = requests.toSelectionRequest(new SelectionRequests.Fields(in.getModel(), in.getRequestId(), tokens,
         tokenCount, hashes, hashCount, in.getIslTokens(), in.getExpectedOutputTokens(), in.getLoraName(),
         in.getCacheSalt(), in.getPinnedWorker(), in.hasPinnedDpRank() ? in.getPinnedDpRank() : null,
         in.getAllowedWorkersList(), in.getExcludedWorkersList(), in.getPriority(),
@@ -90,6 +90,9 @@ public final class ProtoMapping {
         in.getOverrides().hasOverlapCredit() ? in.getOverrides().getOverlapCredit() : null,
         in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null,
         in.getStrictPriority(), in.getPolicyClass()), forBook, blockSize);
+    // uint32: a number above 2^31 is the highest retry
+    return forBook && in.getRetry() != 0 ? request.withRetry(in.getRetry() < 0 ? Integer.MAX_VALUE : in.getRetry())
+        : request;
   }
 
   private static final ThreadLocal<int[]> TOKENS = ThreadLocal.withInitial(() -> new int[4096]);
