@@ -231,6 +231,8 @@ public final class FrontBench implements Callable<Integer> {
     env.put("KVROUTER_MANAGEMENT_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_REMOTE_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_HTTP_PORT", Integer.toString(http));
+    env.put("KVROUTER_EPP_PORT", Integer.toString(freePort()));
+    env.put("KVROUTER_EPP_HEALTH_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_LOG_LEVEL", "WARN");
     env.put("KVROUTER_JAVA_OPTS", "-Xms512m -Xmx1g");
     String how = "bin/kvrouter, kv policy, approximate index from its own Books (no KV events)";

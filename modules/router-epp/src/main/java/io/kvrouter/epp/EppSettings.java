@@ -65,14 +65,7 @@ public record EppSettings(
       secure = Optional.of(new Tls(Path.of(tls.getString("cert-chain-file")),
           Path.of(tls.getString("private-key-file")), ca.isBlank() ? Optional.empty() : Optional.of(Path.of(ca))));
     }
-    Map<String, Integer> objectives = new LinkedHashMap<>();
-    for (Map.Entry<String, ConfigValue> entry : c.getObject("objectives").entrySet()) {
-      ConfigValue value = entry.getValue();
-      boolean number = value.valueType() == ConfigValueType.NUMBER
-          || (value.valueType() == ConfigValueType.STRING && ((String) value.unwrapped()).strip().matches("-?\\d+"));
-      require(number, "objectives." + entry.getKey() + " must be an integer priority, got " + value.render());
-      objectives.put(entry.getKey(), Integer.parseInt(value.unwrapped().toString().strip()));
-    }
+    Map<String, Integer> objectives = objectives(c.getValue("objectives"));
     EppSettings settings = new EppSettings(
         c.getBoolean("enabled"),
         c.getString("host"),
@@ -93,6 +86,38 @@ public record EppSettings(
           + ") must be below kvrouter.admission.lease (" + root.getDuration("kvrouter.admission.lease") + ")");
     }
     return settings;
+  }
+
+  /** {@code objectives}: an object of name = priority, or (from the environment) "name=priority,name=priority". */
+  static Map<String, Integer> objectives(ConfigValue value) {
+    Map<String, Integer> out = new LinkedHashMap<>();
+    if (value.valueType() == ConfigValueType.OBJECT) {
+      for (Map.Entry<String, ConfigValue> entry : ((com.typesafe.config.ConfigObject) value).entrySet()) {
+        out.put(entry.getKey(), priority(entry.getKey(), entry.getValue().unwrapped().toString()));
+      }
+      return out;
+    }
+    require(value.valueType() == ConfigValueType.STRING, "objectives must be an object or a list of name=priority, "
+        + "got " + value.render());
+    for (String pair : ((String) value.unwrapped()).split(",")) {
+      if (pair.isBlank()) {
+        continue;
+      }
+      int equals = pair.indexOf('=');
+      require(equals > 0, "objectives: '" + pair.strip() + "' is not name=priority");
+      out.put(pair.substring(0, equals).strip(), priority(pair.substring(0, equals).strip(),
+          pair.substring(equals + 1)));
+    }
+    return out;
+  }
+
+  private static int priority(String name, String value) {
+    try {
+      return Integer.parseInt(value.strip());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("kvrouter.epp: objectives." + name + " must be an integer priority, got '"
+          + value.strip() + "'");
+    }
   }
 
   /** Threads of the picker's executor. */
