@@ -87,7 +87,10 @@ def main():
             case, call = calls[i % len(calls)]
             attempt(case, lambda: call(i))
     elif mode == "one":
-        # one BASE MODEL: a single chat completion, whatever status the gateway answers
+        # one BASE MODEL [HEADER VALUE]: a single chat completion (with one extra request header), whatever status
+        # the gateway answers
+        if len(sys.argv) > 5:
+            extra[sys.argv[4]] = sys.argv[5]
         attempt("one", lambda: chat(c, model, "Just one", False, extra))
     elif mode == "disconnect":
         # disconnect BASE MODEL: stream, read the first chunk, wait for a line on stdin, then go away mid-stream

@@ -193,6 +193,17 @@ class EnvoyGatewayTest {
   }
 
   @Test
+  void aClientsOwnDestinationHeaderSteersNothing() throws Exception {
+    String nowhere = "127.0.0.1:" + EnvoyProcess.freePort();
+    JsonNode r = lines(PythonProgram.run(120, "openai_envoy.py", "one", envoy.url(), MODEL,
+        "x-gateway-destination-endpoint", nowhere)).get(0);
+    assertThat(r.get("status").asInt()).as(r.toString()).isEqualTo(200);
+    JsonNode log = envoy.logOf(r.get("booking").asText());
+    assertThat(log.get("upstream_host").asText()).isEqualTo(endpointOf.get(r.get("worker").asText()));
+    noBookingLeft(MODEL);
+  }
+
+  @Test
   void anUnknownModelIsTheOpenAi404OfThePicker() throws Exception {
     JsonNode unknown = lines(PythonProgram.run(120, "openai_envoy.py", "one", envoy.url(), "org/nobody")).get(0);
     assertThat(unknown.get("status").asInt()).as(unknown.toString()).isEqualTo(404);
@@ -238,13 +249,21 @@ class EnvoyGatewayTest {
         EnvoyProcess close = EnvoyProcess.start(dir, "fail-close", nothing, engines, false)) {
       // Envoy's health check marks the picker down; from then on its streams fail before any body went out
       await().atMost(Duration.ofSeconds(30)).until(() -> open.pickerMarkedDown() && close.pickerMarkedDown());
+      // and goes on checking it every 2 s without traffic, so a picker that comes (back) up is used again
+      long attempts = open.healthCheckAttempts();
+      await().atMost(Duration.ofSeconds(20)).until(() -> open.healthCheckAttempts() >= attempts + 2);
       JsonNode served = lines(PythonProgram.run(120, "openai_envoy.py", "one", open.url(), MODEL)).get(0);
       assertThat(served.get("status").asInt()).as(served.toString()).isEqualTo(200);
       assertThat(served.get("worker").isNull()).as("not routed by kvrouter").isTrue();
-      await().atMost(Duration.ofSeconds(20)).until(() -> open.accessLog().size() == 1);
-      JsonNode log = open.accessLog().get(0);
-      assertThat(log.get("route").asText()).isEqualTo("fallback");
-      assertThat(engines.stream().map(p -> "127.0.0.1:" + p)).contains(log.get("upstream_host").asText());
+      // a client's own destination header (to where nothing listens) does not steer the unrouted request either
+      JsonNode spoofed = lines(PythonProgram.run(120, "openai_envoy.py", "one", open.url(), MODEL,
+          "x-gateway-destination-endpoint", "127.0.0.1:" + EnvoyProcess.freePort())).get(0);
+      assertThat(spoofed.get("status").asInt()).as(spoofed.toString()).isEqualTo(200);
+      await().atMost(Duration.ofSeconds(20)).until(() -> open.accessLog().size() == 2);
+      for (JsonNode log : open.accessLog()) {
+        assertThat(log.get("route").asText()).isEqualTo("fallback");
+        assertThat(engines.stream().map(p -> "127.0.0.1:" + p)).contains(log.get("upstream_host").asText());
+      }
       JsonNode refused = lines(PythonProgram.run(120, "openai_envoy.py", "one", close.url(), MODEL)).get(0);
       assertThat(refused.get("status").asInt()).as(refused.toString()).isEqualTo(500);
       await().atMost(Duration.ofSeconds(20)).until(() -> close.accessLog().size() == 1);

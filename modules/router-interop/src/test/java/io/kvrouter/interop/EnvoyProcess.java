@@ -169,6 +169,13 @@ final class EnvoyProcess implements AutoCloseable {
         && line.contains("::health_flags::") && line.contains("failed_active_hc"));
   }
 
+  /** How many times Envoy has health-checked the picker ({@code cluster.kvrouter_epp.health_check.attempt}). */
+  long healthCheckAttempts() {
+    return admin("/stats?filter=cluster.kvrouter_epp.health_check.attempt").lines()
+        .filter(line -> line.startsWith("cluster.kvrouter_epp.health_check.attempt:"))
+        .mapToLong(line -> Long.parseLong(line.substring(line.indexOf(':') + 1).strip())).findFirst().orElse(0);
+  }
+
   /** The access log's lines so far (Envoy flushes its stdout log about once a second). */
   List<JsonNode> accessLog() throws IOException {
     List<JsonNode> lines = new ArrayList<>();
