@@ -54,6 +54,9 @@ import org.slf4j.LoggerFactory;
  * {@code envoy.lb}. Header-only requests, and paths other than the two completion endpoints, go to a random
  * worker (of the body's model when it names one with workers) and book nothing.
  *
+ * <p>The objective header's InferenceObjective gives the Book's priority ({@code kvrouter.epp.objectives}), the
+ * fairness header its admission queue class or tenant family ({@code policy_class}).
+ *
  * <p>Response path. The response headers get the worker and booking id headers; the first body chunk marks prefill
  * done (then the lease is renewed while the response streams); the end of the body (or trailers) releases the booking
  * and the stream's usage, read from its last {@code data:} event, is counted. A stream that ends or is reset before
@@ -235,11 +238,16 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
       passThrough(model);
       return;
     }
+    // the InferenceObjective's priority, and the fairness id as the admission queue's class or tenant family (an
+    // explicit x-kvrouter-policy-class wins)
     String objective = firstOf(EppHeaders.OBJECTIVE, EppHeaders.OBJECTIVE_LEGACY);
-    if (objective != null) {
+    String fairness = firstOf(EppHeaders.FAIRNESS, EppHeaders.FAIRNESS_LEGACY);
+    if (objective != null || (fairness != null && request.policyClass().isEmpty())) {
       request = new ClientRequest(request.endpoint(), request.model(), request.stream(), request.body(),
-          request.clientRequestId(), request.session(), ctx.settings().priority(objective), request.global(),
-          request.explain());
+          request.clientRequestId(), request.session(),
+          objective != null ? ctx.settings().priority(objective) : request.priority(), request.global(),
+          request.explain(), request.strictPriority(),
+          request.policyClass().isEmpty() && fairness != null ? fairness : request.policyClass());
     }
     BookingScope scope;
     try {

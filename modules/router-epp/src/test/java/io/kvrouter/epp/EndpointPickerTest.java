@@ -459,6 +459,29 @@ class EndpointPickerTest {
   }
 
   @Test
+  void theFairnessIdIsTheBooksQueueClassUnlessTheRequestNamesOne() {
+    Map<Map<String, String>, String> expected = new java.util.LinkedHashMap<>();
+    expected.put(Map.of("x-llm-d-inference-fairness-id", "tenant-a"), "tenant-a");
+    expected.put(Map.of("x-gateway-inference-fairness-id", "tenant-b"), "tenant-b");
+    expected.put(Map.of("x-llm-d-inference-fairness-id", "tenant-a", "x-kvrouter-policy-class", "premium"), "premium");
+    expected.put(Map.of(), "");
+    for (var entry : expected.entrySet()) {
+      try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+        envoy.requestHeaders("/v1/completions", entry.getKey(), false)
+            .requestBody("{\"model\":\"org/epp\",\"prompt\":\"fairness\"}".getBytes(), true);
+        ProcessingResponse headers = envoy.next();
+        assertThat(headers.getRequestHeaders().getResponse().getHeaderMutation().getRemoveHeadersList())
+            .containsAll(entry.getKey().keySet());
+        envoy.next();
+        String booking = node.snapshot(MODEL).bookings().get(0).requestId();
+        assertThat(EppNode.BOOKS.get(booking).policyClass()).as(entry.getKey().toString()).isEqualTo(entry.getValue());
+        envoy.reset();
+        noBookingLeft(MODEL);
+      }
+    }
+  }
+
+  @Test
   void theObjectiveHeaderNamesTheBooksPriorityAndUnknownObjectivesAreZero() {
     Map<String, Integer> expected = new java.util.LinkedHashMap<>();
     expected.put("x-llm-d-inference-objective=critical", 100);
