@@ -24,11 +24,12 @@ USER 10001
 # KVROUTER_REMOTE_HOST) stay loopback unless set: a lone container forms a one-node cluster of its own.
 ENV KVROUTER_GRPC_HOST=0.0.0.0 \
     KVROUTER_HTTP_HOST=0.0.0.0 \
+    KVROUTER_EPP_HOST=0.0.0.0 \
     KVROUTER_MANAGEMENT_BIND_HOST=0.0.0.0 \
     KVROUTER_REMOTE_BIND_HOST=0.0.0.0
 # gRPC, management (/ready, /alive, /metrics, cluster bootstrap), remoting (Artery), the OpenAI-compatible HTTP
-# front: the router's default ports
-EXPOSE 50051 8558 25520 8080
+# front, the endpoint picker (Envoy ext_proc) and its gRPC health: the router's default ports
+EXPOSE 50051 8558 25520 8080 9002 9003
 # The JVM is PID 1, so SIGTERM reaches it: the node leaves the cluster and exits. Extra JVM flags: JAVA_TOOL_OPTIONS.
 ENTRYPOINT ["java", "-Djava.util.concurrent.ForkJoinPool.common.parallelism=4", "-XX:MaxRAMPercentage=75", \
   "-cp", "/opt/kvrouter/lib/*", "io.kvrouter.server.Main"]

@@ -12,8 +12,8 @@
 #
 # KVROUTER_LOCAL_REGIONS (space-separated, default "eu-west us-east ap-south"), KVROUTER_LOCAL_NODES_PER_REGION
 # (default 3, at least 3), KVROUTER_LOCAL_DIR (pid files and logs, default target/local-cluster under the
-# repository), KVROUTER_LOCAL_GRPC_BASE / _MANAGEMENT_BASE / _REMOTE_BASE / _HTTP_BASE (node N listens on base + N;
-# defaults 50070, 8570, 25530, 8090), KVROUTER_LOCAL_READY_TIMEOUT (seconds start waits for each node, default 240).
+# repository), KVROUTER_LOCAL_GRPC_BASE / _MANAGEMENT_BASE / _REMOTE_BASE / _HTTP_BASE / _EPP_BASE / _EPP_HEALTH_BASE
+# (node N listens on base + N; defaults 50070, 8570, 25530, 8090, 9120, 9130), KVROUTER_LOCAL_READY_TIMEOUT (seconds start waits for each node, default 240).
 # KVROUTER_JAVA_OPTS defaults to a small heap (nine JVMs share this host); KVROUTER_FD_ACCEPTABLE_HEARTBEAT_PAUSE and
 # KVROUTER_SBR_STABLE_AFTER default to 8s and 3s (below). Every other KVROUTER_* variable is passed on to the nodes.
 set -euo pipefail
@@ -25,6 +25,8 @@ dir="${KVROUTER_LOCAL_DIR:-$root/target/local-cluster}"
 grpc_base="${KVROUTER_LOCAL_GRPC_BASE:-50070}"
 management_base="${KVROUTER_LOCAL_MANAGEMENT_BASE:-8570}"
 remote_base="${KVROUTER_LOCAL_REMOTE_BASE:-25530}"
+epp_base="${KVROUTER_LOCAL_EPP_BASE:-9120}"
+epp_health_base="${KVROUTER_LOCAL_EPP_HEALTH_BASE:-9130}"
 http_base="${KVROUTER_LOCAL_HTTP_BASE:-8090}"
 ready_timeout_s="${KVROUTER_LOCAL_READY_TIMEOUT:-240}"
 # nine JVMs on a small host: a small heap, the serial collector, and the C1 compiler only (far less JIT work at start)

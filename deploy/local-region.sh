@@ -8,8 +8,9 @@
 #   deploy/local-region.sh stop       stop every node (SIGTERM: it leaves the cluster and exits; SIGKILL after 30 s)
 #
 # KVROUTER_LOCAL_NODES (default 3, at least 3), KVROUTER_LOCAL_DIR (pid files and logs, default target/local-region
-# under the repository), KVROUTER_LOCAL_GRPC_BASE / _MANAGEMENT_BASE / _REMOTE_BASE / _HTTP_BASE (node N listens on
-# base + N; defaults 50060, 8560, 25520, 8080: the OpenAI-compatible front of node N on 8080 + N). Every other
+# under the repository), KVROUTER_LOCAL_GRPC_BASE / _MANAGEMENT_BASE / _REMOTE_BASE / _HTTP_BASE / _EPP_BASE /
+# _EPP_HEALTH_BASE (node N listens on base + N; defaults 50060, 8560, 25520, 8080, 9100, 9110: the OpenAI-compatible
+# front of node N on 8080 + N, its endpoint picker on 9100 + N and the picker's gRPC health on 9110 + N). Every other
 # KVROUTER_* variable is passed on to the nodes (KVROUTER_REGION names the region, default "default").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +19,8 @@ dir="${KVROUTER_LOCAL_DIR:-$root/target/local-region}"
 grpc_base="${KVROUTER_LOCAL_GRPC_BASE:-50060}"
 management_base="${KVROUTER_LOCAL_MANAGEMENT_BASE:-8560}"
 remote_base="${KVROUTER_LOCAL_REMOTE_BASE:-25520}"
+epp_base="${KVROUTER_LOCAL_EPP_BASE:-9100}"
+epp_health_base="${KVROUTER_LOCAL_EPP_HEALTH_BASE:-9110}"
 http_base="${KVROUTER_LOCAL_HTTP_BASE:-8080}"
 ready_timeout_s=120
 # shellcheck source=lib/local-nodes.sh

@@ -3,7 +3,7 @@
 #   root             the repository
 #   nodes            how many nodes (node N is 1..nodes)
 #   dir              pid files and logs
-#   grpc_base, management_base, remote_base, http_base   node N listens on base + N
+#   grpc_base, management_base, remote_base, http_base, epp_base, epp_health_base   node N listens on base + N
 #   ready_timeout_s  how long start waits for each condition
 # and define:
 #   node_region N    the node's region (KVROUTER_REGION)
@@ -15,6 +15,8 @@ grpc_port() { echo $((grpc_base + $1)); }
 management_port() { echo $((management_base + $1)); }
 remote_port() { echo $((remote_base + $1)); }
 http_port() { echo $((http_base + $1)); }
+epp_port() { echo $((epp_base + $1)); }
+epp_health_port() { echo $((epp_health_base + $1)); }
 pid_file() { echo "$dir/node-$1.pid"; }
 log_file() { echo "$dir/node-$1.log"; }
 management_url() { echo "http://127.0.0.1:$(management_port "$1")"; }
@@ -41,6 +43,7 @@ start_node() {
   KVROUTER_MANAGEMENT_HOST=127.0.0.1 KVROUTER_MANAGEMENT_PORT="$(management_port "$n")" \
   KVROUTER_REMOTE_HOST=127.0.0.1 KVROUTER_REMOTE_PORT="$(remote_port "$n")" \
   KVROUTER_HTTP_HOST=127.0.0.1 KVROUTER_HTTP_PORT="$(http_port "$n")" \
+  KVROUTER_EPP_HOST=127.0.0.1 KVROUTER_EPP_PORT="$(epp_port "$n")" KVROUTER_EPP_HEALTH_PORT="$(epp_health_port "$n")" \
   KVROUTER_REGION="$(node_region "$n")" \
   KVROUTER_SEED_NODES="$(seed_nodes)" \
   KVROUTER_FAILURE_PROFILE="${KVROUTER_FAILURE_PROFILE:-loopback}" \
@@ -88,14 +91,14 @@ wait_all_up() { # until every node sees all nodes Up
 }
 
 status() {
-  local n pid format='%-5s %-10s %-8s %-16s %-24s %-16s %-24s %-6s %-11s %s\n'
+  local n pid format='%-5s %-10s %-8s %-16s %-24s %-16s %-24s %-16s %-6s %-11s %s\n'
   # shellcheck disable=SC2059
-  printf "$format" node region pid gRPC management remoting HTTP ready "members Up" regions
+  printf "$format" node region pid gRPC management remoting HTTP "picker" ready "members Up" regions
   for n in $(seq 1 "$nodes"); do
     if pid="$(running_pid "$n")"; then
       # shellcheck disable=SC2059
       printf "$format" "$n" "$(node_region "$n")" "$pid" "127.0.0.1:$(grpc_port "$n")" "$(management_url "$n")" \
-        "127.0.0.1:$(remote_port "$n")" "http://127.0.0.1:$(http_port "$n")" \
+        "127.0.0.1:$(remote_port "$n")" "http://127.0.0.1:$(http_port "$n")" "127.0.0.1:$(epp_port "$n")" \
         "$(http_code "$(management_url "$n")/ready")" "$(members_up "$n")" \
         "$(regions_seen "$n")"
     else

@@ -88,8 +88,9 @@ class RouterProcess:
             "KVROUTER_GRPC_HOST": "127.0.0.1", "KVROUTER_GRPC_PORT": str(self.grpc_port),
             "KVROUTER_MANAGEMENT_HOST": "127.0.0.1", "KVROUTER_MANAGEMENT_PORT": str(self.management_port),
             "KVROUTER_REMOTE_HOST": "127.0.0.1", "KVROUTER_REMOTE_PORT": str(self.remote_port),
-            # the node's HTTP front on a free port: these tests use its gRPC only, and nodes must not collide
-            "KVROUTER_HTTP_PORT": "0",
+            # the node's HTTP front and endpoint picker on free ports: these tests use its gRPC only, and nodes must
+            # not collide
+            "KVROUTER_HTTP_PORT": "0", "KVROUTER_EPP_PORT": "0", "KVROUTER_EPP_HEALTH_PORT": "0",
             "KVROUTER_JAVA_OPTS": os.environ.get("KVROUTER_TEST_JAVA_OPTS", DEFAULT_JAVA_OPTS),
         })
         env.update(self.env)

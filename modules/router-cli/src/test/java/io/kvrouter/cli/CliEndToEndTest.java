@@ -44,6 +44,8 @@ class CliEndToEndTest {
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
         kvrouter.front.port = 0
+        kvrouter.epp.port = 0
+        kvrouter.epp.health-port = 0
         pekko.remote.artery.canonical.port = 0
         pekko.loglevel = WARNING
         """));

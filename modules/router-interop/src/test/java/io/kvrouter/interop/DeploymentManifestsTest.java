@@ -28,8 +28,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The deployment files agree with the router they deploy: the Kubernetes manifests (deploy/kubernetes) name only
  * environment variables router-server's configuration reads, probe the management health routes on the management
- * port, bootstrap one cluster through the pods' common label, and may list pods; the Dockerfile copies what the build
- * produces, exposes the router's default ports and runs its Main. Runs after router-server's package (in the reactor).
+ * port, bootstrap one cluster through the pods' common label, and may list pods; the InferencePool of deploy/gateway
+ * names a Service on a region's picker port; the Dockerfile copies what the build produces, exposes the router's
+ * default ports and runs its Main. Runs after router-server's package (in the reactor).
  */
 class DeploymentManifestsTest {
   private static final Path ROOT = Path.of(System.getProperty("kvrouter.interop.root", "../..")).toAbsolutePath()
@@ -51,7 +52,8 @@ class DeploymentManifestsTest {
     Set<String> read = variablesTheRouterReads();
     assertThat(read)
         .contains("KVROUTER_BOOTSTRAP", "KVROUTER_MANAGEMENT_PORT", "KVROUTER_REGION", "KVROUTER_LOG_FORMAT",
-            "KVROUTER_HTTP_HOST", "KVROUTER_HTTP_PORT", "KVROUTER_MODELS")
+            "KVROUTER_HTTP_HOST", "KVROUTER_HTTP_PORT", "KVROUTER_MODELS", "KVROUTER_EPP_HOST", "KVROUTER_EPP_PORT",
+            "KVROUTER_EPP_HEALTH_PORT")
         .doesNotContain("KVROUTER_JAVA_OPTS");
     for (JsonNode deployment : kind("Deployment")) {
       for (String name : env(deployment).keySet()) {
@@ -123,6 +125,10 @@ class DeploymentManifestsTest {
           Integer.parseInt(setting(env, "KVROUTER_REMOTE_PORT", "pekko.remote.artery.canonical.port")));
       assertThat(containerPort(container, YAML.valueToTree("http"))).isEqualTo(
           Integer.parseInt(setting(env, "KVROUTER_HTTP_PORT", "kvrouter.front.port")));
+      assertThat(containerPort(container, YAML.valueToTree("epp"))).isEqualTo(
+          Integer.parseInt(setting(env, "KVROUTER_EPP_PORT", "kvrouter.epp.port")));
+      assertThat(containerPort(container, YAML.valueToTree("epp-health"))).isEqualTo(
+          Integer.parseInt(setting(env, "KVROUTER_EPP_HEALTH_PORT", "kvrouter.epp.health-port")));
     }
   }
 
@@ -138,7 +144,8 @@ class DeploymentManifestsTest {
           .containsEntry("KVROUTER_REMOTE_HOST", "$(POD_IP)")
           .containsEntry("KVROUTER_REMOTE_BIND_HOST", "0.0.0.0")
           .containsEntry("KVROUTER_GRPC_HOST", "0.0.0.0")
-          .containsEntry("KVROUTER_HTTP_HOST", "0.0.0.0");
+          .containsEntry("KVROUTER_HTTP_HOST", "0.0.0.0")
+          .containsEntry("KVROUTER_EPP_HOST", "0.0.0.0");
     }
   }
 
@@ -183,6 +190,38 @@ class DeploymentManifestsTest {
         }
         return selectsRegion && targetsGrpc && targetsHttp;
       });
+    }
+  }
+
+  @Test
+  void theInferencePoolsPickerIsAServiceOnARegionsPickerPort() throws IOException {
+    List<JsonNode> gateway = documents(ROOT.resolve("deploy/gateway"));
+    List<JsonNode> pools = gateway.stream().filter(d -> d.path("kind").asText().equals("InferencePool")).toList();
+    assertThat(pools).as("InferencePools in deploy/gateway").isNotEmpty();
+    for (JsonNode pool : pools) {
+      JsonNode ref = pool.at("/spec/endpointPickerRef");
+      assertThat(ref.path("kind").asText("Service")).isEqualTo("Service");
+      JsonNode service = gateway.stream().filter(d -> d.path("kind").asText().equals("Service")
+          && name(d).equals(ref.path("name").asText()) && namespace(d).equals(namespace(pool))).findFirst()
+          .orElseThrow(() -> new AssertionError("no Service " + ref.path("name").asText() + " beside " + name(pool)));
+      JsonNode port = null;
+      for (JsonNode p : service.at("/spec/ports")) {
+        if (p.path("port").asInt() == ref.at("/port/number").asInt()) {
+          port = p;
+        }
+      }
+      assertThat(port).as("the Service port %s the pool names", ref.at("/port/number")).isNotNull();
+      // the Service selects one region's router pods and targets their picker port (and the health port)
+      Map<String, String> selector = labels(service.at("/spec/selector"));
+      JsonNode deployment = kind("Deployment").stream().filter(d -> labels(d.at("/spec/template/metadata/labels"))
+          .entrySet().containsAll(selector.entrySet()) && namespace(d).equals(namespace(service))).findFirst()
+          .orElseThrow(() -> new AssertionError("no router Deployment selected by " + name(service)));
+      assertThat(selector).containsKey("region");
+      JsonNode container = container(deployment);
+      assertThat(containerPort(container, port.path("targetPort"))).isEqualTo(containerPort(container,
+          YAML.valueToTree("epp")));
+      assertThat(service.at("/spec/ports")).anySatisfy(p -> assertThat(containerPort(container, p.path("targetPort")))
+          .isEqualTo(containerPort(container, YAML.valueToTree("epp-health"))));
     }
   }
 
@@ -233,7 +272,7 @@ class DeploymentManifestsTest {
       assertThat(server.getEntry("application.conf")).isNotNull();
     }
 
-    // EXPOSE lists the router's default gRPC, management, remoting and HTTP front ports
+    // EXPOSE lists the router's default gRPC, management, remoting, HTTP front and endpoint picker ports
     Matcher expose = Pattern.compile("(?m)^EXPOSE (.+)$").matcher(dockerfile);
     assertThat(expose.find()).as("EXPOSE").isTrue();
     Set<Integer> exposed = new TreeSet<>();
@@ -242,7 +281,8 @@ class DeploymentManifestsTest {
     }
     assertThat(exposed).containsExactlyInAnyOrder(DEFAULTS.getInt("kvrouter.grpc.port"),
         DEFAULTS.getInt("kvrouter.management.port"), DEFAULTS.getInt("pekko.remote.artery.canonical.port"),
-        DEFAULTS.getInt("kvrouter.front.port"));
+        DEFAULTS.getInt("kvrouter.front.port"), DEFAULTS.getInt("kvrouter.epp.port"),
+        DEFAULTS.getInt("kvrouter.epp.health-port"));
 
     // the variables the image sets are the router's
     Matcher env = Pattern.compile("(KVROUTER_[A-Z0-9_]+)=").matcher(dockerfile);
@@ -269,20 +309,26 @@ class DeploymentManifestsTest {
   }
 
   private static List<JsonNode> manifests() throws IOException {
+    List<JsonNode> documents = documents(ROOT.resolve("deploy/kubernetes"));
+    assertThat(documents).as("documents in deploy/kubernetes").isNotEmpty();
+    return documents;
+  }
+
+  /** The Kubernetes objects of the YAML files in {@code dir} (kind and apiVersion set). */
+  private static List<JsonNode> documents(Path dir) throws IOException {
     List<JsonNode> documents = new ArrayList<>();
-    try (Stream<Path> files = Files.list(ROOT.resolve("deploy/kubernetes"))) {
+    try (Stream<Path> files = Files.list(dir)) {
       for (Path file : files.filter(p -> p.toString().endsWith(".yaml")).sorted().toList()) {
         try (var values = YAML.readerFor(JsonNode.class).<JsonNode>readValues(file.toFile())) {
           while (values.hasNext()) {
             JsonNode document = values.next();
-            if (document != null && !document.isNull() && !document.isEmpty()) {
+            if (document != null && !document.isNull() && document.has("kind") && document.has("apiVersion")) {
               documents.add(document);
             }
           }
         }
       }
     }
-    assertThat(documents).as("documents in deploy/kubernetes").isNotEmpty();
     return documents;
   }
 

@@ -56,6 +56,8 @@ class FrontEndToEndTest {
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
         kvrouter.front.port = 0
+        kvrouter.epp.port = 0
+        kvrouter.epp.health-port = 0
         kvrouter.front.models-file = "%s"
         kvrouter.front.first-token-timeout = 30s
         pekko.remote.artery.canonical.port = 0

@@ -76,6 +76,8 @@ class InteropTest {
           kvrouter.grpc.port = 0
           kvrouter.management.port = 0
           kvrouter.front.port = 0
+          kvrouter.epp.port = 0
+          kvrouter.epp.health-port = 0
           pekko.remote.artery.canonical.port = 0
           pekko.actor.serialize-messages = on
           pekko.cluster.jmx.multi-mbeans-in-same-jvm = on

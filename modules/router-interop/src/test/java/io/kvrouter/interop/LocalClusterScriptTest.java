@@ -73,6 +73,8 @@ class LocalClusterScriptTest {
   private int managementBase;
   private int remoteBase;
   private int httpBase;
+  private int eppBase;
+  private int eppHealthBase;
   private String startOutput;
 
   @BeforeAll
@@ -84,11 +86,13 @@ class LocalClusterScriptTest {
         + "mvn -B -pl modules/router-interop -am verify").exists();
     dir = Path.of(System.getProperty("kvrouter.interop.log.dir", "target")).toAbsolutePath().resolve("local-cluster");
     Files.createDirectories(dir);
-    int[] bases = freeRanges(4, NODES);
+    int[] bases = freeRanges(6, NODES);
     grpcBase = bases[0];
     managementBase = bases[1];
     remoteBase = bases[2];
     httpBase = bases[3];
+    eppBase = bases[4];
+    eppHealthBase = bases[5];
 
     ScriptRun start = script("start", SCRIPT_START_TIMEOUT);
     startOutput = start.output();
@@ -124,7 +128,8 @@ class LocalClusterScriptTest {
       assertThat(startOutput).as("start lists node %d", n)
           .containsPattern("(?m)^" + n + " +" + region + " +\\d+ +127\\.0\\.0\\.1:" + (grpcBase + n)
               + " +http://127\\.0\\.0\\.1:" + (managementBase + n) + " +127\\.0\\.0\\.1:" + (remoteBase + n)
-              + " +http://127\\.0\\.0\\.1:" + (httpBase + n) + " +200 +9 +3$");
+              + " +http://127\\.0\\.0\\.1:" + (httpBase + n) + " +127\\.0\\.0\\.1:" + (eppBase + n)
+              + " +200 +9 +3$");
       assertThat(get(managementUrl(n, "/ready")).statusCode()).as("node %d /ready", n).isEqualTo(200);
       JsonNode members = json.readTree(get(managementUrl(n, "/cluster/members")).body());
       Set<String> regions = new TreeSet<>();
@@ -236,7 +241,8 @@ class LocalClusterScriptTest {
       assertThat(left.filter(p -> p.toString().endsWith(".pid")).toList()).as("pid files").isEmpty();
     }
     for (int n = 1; n <= NODES; n++) {
-      for (int port : new int[] {grpcBase + n, managementBase + n, remoteBase + n, httpBase + n}) {
+      for (int port : new int[] {grpcBase + n, managementBase + n, remoteBase + n, httpBase + n, eppBase + n,
+          eppHealthBase + n}) {
         assertThat(free(port)).as("port %d of node %d after stop", port, n).isTrue();
       }
     }
@@ -259,6 +265,8 @@ class LocalClusterScriptTest {
     env.put("KVROUTER_LOCAL_MANAGEMENT_BASE", Integer.toString(managementBase));
     env.put("KVROUTER_LOCAL_REMOTE_BASE", Integer.toString(remoteBase));
     env.put("KVROUTER_LOCAL_HTTP_BASE", Integer.toString(httpBase));
+    env.put("KVROUTER_LOCAL_EPP_BASE", Integer.toString(eppBase));
+    env.put("KVROUTER_LOCAL_EPP_HEALTH_BASE", Integer.toString(eppHealthBase));
     Process process = launch.start();
     if (!process.waitFor(timeout.toSeconds(), TimeUnit.SECONDS)) {
       process.descendants().forEach(ProcessHandle::destroyForcibly);

@@ -100,6 +100,8 @@ class RegionOfThreeJvmsTest {
       env.put("KVROUTER_MANAGEMENT_HOST", "127.0.0.1");
       env.put("KVROUTER_MANAGEMENT_PORT", Integer.toString(ports[3 * i + 1]));
       env.put("KVROUTER_HTTP_PORT", "0");
+      env.put("KVROUTER_EPP_PORT", "0");
+      env.put("KVROUTER_EPP_HEALTH_PORT", "0");
       env.put("KVROUTER_REMOTE_HOST", "127.0.0.1");
       env.put("KVROUTER_REMOTE_PORT", Integer.toString(ports[3 * i + 2]));
       env.put("KVROUTER_SEED_NODES", String.join(",", seeds));

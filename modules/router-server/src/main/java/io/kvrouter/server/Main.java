@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.selection.RequestLimits;
+import io.kvrouter.epp.EndpointPicker;
 import io.kvrouter.front.Front;
 import io.kvrouter.server.grpc.ModelStates;
 import io.kvrouter.server.metrics.RouterMetrics;
@@ -26,7 +27,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.bridge.SLF4JBridgeHandler;
 
-/** Starts a router node: cluster membership, the admission layer, gRPC, the HTTP front and management. */
+/**
+ * Starts a router node: cluster membership, the admission layer, gRPC, the HTTP front, the endpoint picker and
+ * management.
+ */
 public final class Main {
   static final String COMMON_POOL_PARALLELISM = "java.util.concurrent.ForkJoinPool.common.parallelism";
   private static final Logger log = LoggerFactory.getLogger(Main.class);
@@ -45,7 +49,9 @@ public final class Main {
     RouterNode node = init(ConfigFactory.parseString("pekko.coordinated-shutdown.exit-jvm = on"));
     System.out.println("kvrouter is up: gRPC " + node.grpcHost() + ":" + node.grpcPort()
         + ", management " + node.managementUrl() + " (try " + node.managementUrl() + "/models)"
-        + (node.front() == null ? "" : ", OpenAI-compatible HTTP " + node.httpUrl()));
+        + (node.front() == null ? "" : ", OpenAI-compatible HTTP " + node.httpUrl())
+        + (node.picker() == null ? "" : ", endpoint picker (Envoy ext_proc) " + node.picker().host() + ":"
+            + node.picker().port() + " (health " + node.picker().healthPort() + ")"));
   }
 
   /** Starts a node from application.conf with {@code overrides} on top; tests pass ephemeral ports here. */
@@ -92,6 +98,11 @@ public final class Main {
           ? await(Front.start(system, routing, config, limits, metrics.registry(),
               () -> cluster.selfMember().status() == MemberStatus.up()))
           : null;
+      // the Gateway API Inference Extension endpoint picker: Envoy ext_proc over the same routing (router-epp)
+      EndpointPicker picker = config.getBoolean("kvrouter.epp.enabled")
+          ? EndpointPicker.start(system, routing, config, limits, metrics.registry(),
+              () -> cluster.selfMember().status() == MemberStatus.up())
+          : null;
       Uri management = await(PekkoManagement.get(system).start());
       // after management: bootstrap's peers probe each other's management routes
       if (ClusterConfig.bootstraps(config)) {
@@ -100,7 +111,7 @@ public final class Main {
       log.info("kvrouter gRPC ({} binding) on {}:{}, management on {}", grpc.binding().configName(),
           grpcAddress.getHostString(), grpcAddress.getPort(), management);
       return new RouterNode(system, routing, grpcAddress.getHostString(), grpcAddress.getPort(),
-          management.host().address(), management.port(), front);
+          management.host().address(), management.port(), front, picker);
     } catch (RuntimeException e) {
       system.terminate();
       throw e;

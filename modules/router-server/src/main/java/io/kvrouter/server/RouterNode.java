@@ -1,12 +1,16 @@
 package io.kvrouter.server;
 
 import io.kvrouter.cluster.RouterCluster;
+import io.kvrouter.epp.EndpointPicker;
 import io.kvrouter.front.Front;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 
-/** A running router node: its actor system, routing layer, HTTP front and bound ports. Closing it leaves the cluster. */
+/**
+ * A running router node: its actor system, routing layer, HTTP front, endpoint picker and bound ports. Closing it
+ * leaves the cluster.
+ */
 public final class RouterNode implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final RouterCluster cluster;
@@ -15,9 +19,10 @@ public final class RouterNode implements AutoCloseable {
   private final String managementHost;
   private final int managementPort;
   private final Front front;
+  private final EndpointPicker picker;
 
   RouterNode(ActorSystem<Void> system, RouterCluster cluster, String grpcHost, int grpcPort, String managementHost,
-      int managementPort, Front front) {
+      int managementPort, Front front, EndpointPicker picker) {
     this.system = system;
     this.cluster = cluster;
     this.grpcHost = grpcHost;
@@ -25,6 +30,12 @@ public final class RouterNode implements AutoCloseable {
     this.managementHost = managementHost;
     this.managementPort = managementPort;
     this.front = front;
+    this.picker = picker;
+  }
+
+  /** The node's endpoint picker (Envoy ext_proc), or null when {@code kvrouter.epp.enabled} is off. */
+  public EndpointPicker picker() {
+    return picker;
   }
 
   /** The node's HTTP front, or null when {@code kvrouter.front.enabled} is off. */

@@ -38,6 +38,8 @@ class ClusterBootstrapTest {
     try (RouterNode node = Main.init(ConfigFactory.parseString("""
         kvrouter.grpc.port = 0
         kvrouter.front.port = 0
+        kvrouter.epp.port = 0
+        kvrouter.epp.health-port = 0
         kvrouter.management.port = %d
         kvrouter.cluster.bootstrap = config
         pekko.management.cluster.bootstrap.contact-point-discovery {

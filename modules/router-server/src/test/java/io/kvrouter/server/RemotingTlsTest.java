@@ -24,6 +24,8 @@ class RemotingTlsTest {
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
         kvrouter.front.port = 0
+        kvrouter.epp.port = 0
+        kvrouter.epp.health-port = 0
         kvrouter.cluster.seed-nodes = "%s"
         kvrouter.cluster.failure-detection.profile = loopback
         pekko.remote.artery.canonical.port = 0

@@ -71,6 +71,8 @@ public final class TestRouter implements AutoCloseable {
         kvrouter.grpc.port = 0
         kvrouter.management.port = 0
         kvrouter.front.port = 0
+        kvrouter.epp.port = 0
+        kvrouter.epp.health-port = 0
         pekko.remote.artery.canonical.port = 0
         pekko.actor.serialize-messages = on
         pekko.cluster.jmx.multi-mbeans-in-same-jvm = on

@@ -495,6 +495,8 @@ public final class TransportBench implements Callable<Integer> {
     env.put("KVROUTER_MANAGEMENT_HOST", "127.0.0.1");
     env.put("KVROUTER_MANAGEMENT_PORT", "0");
     env.put("KVROUTER_HTTP_PORT", "0");
+    env.put("KVROUTER_EPP_PORT", "0");
+    env.put("KVROUTER_EPP_HEALTH_PORT", "0");
     env.put("KVROUTER_REMOTE_HOST", "127.0.0.1");
     env.put("KVROUTER_REMOTE_PORT", "0");
     return env;

@@ -106,35 +106,41 @@ public final class FrontMetrics implements RequestBooking.Events {
         .register(registry).record(nanos / 1_000.0);
   }
 
-  /** The breaker listener: a state gauge (0 closed, 1 open, 2 half-open) and a trip counter per worker. */
+  /**
+   * The breaker listener: a state gauge (0 closed, 1 open, 2 half-open) and a trip counter per worker; a forgotten
+   * breaker's gauge is dropped.
+   */
   public CircuitBreakers.Listener breakerListener() {
-    return (model, worker, from, to) -> {
-      String key = model + '\0' + worker;
-      AtomicInteger state = breakerStates.computeIfAbsent(key, k -> new AtomicInteger());
-      state.set(switch (to) {
-        case CLOSED -> 0;
-        case OPEN -> 1;
-        case HALF_OPEN -> 2;
-      });
-      Tags tags = Tags.of("model", model(model), "worker", worker);
-      breakerGauges.computeIfAbsent(key, k -> Gauge.builder("kvrouter.front.breaker.state", state,
-              AtomicInteger::get).description("This node's circuit breaker per worker: 0 closed, 1 open, 2 half-open")
-          .tags(tags).register(registry));
-      if (to == CircuitBreakers.State.OPEN) {
-        Counter.builder("kvrouter.front.breaker.trips").description("Times a worker's breaker opened on this node")
-            .tags(tags).register(registry).increment();
+    return new CircuitBreakers.Listener() {
+      @Override
+      public void changed(String model, String worker, CircuitBreakers.State from, CircuitBreakers.State to) {
+        String key = model + '\0' + worker;
+        AtomicInteger state = breakerStates.computeIfAbsent(key, k -> new AtomicInteger());
+        state.set(switch (to) {
+          case CLOSED -> 0;
+          case OPEN -> 1;
+          case HALF_OPEN -> 2;
+        });
+        Tags tags = Tags.of("model", model(model), "worker", worker);
+        breakerGauges.computeIfAbsent(key, k -> Gauge.builder("kvrouter.front.breaker.state", state,
+                AtomicInteger::get).description("This node's circuit breaker per worker: 0 closed, 1 open, 2 half-open")
+            .tags(tags).register(registry));
+        if (to == CircuitBreakers.State.OPEN) {
+          Counter.builder("kvrouter.front.breaker.trips").description("Times a worker's breaker opened on this node")
+              .tags(tags).register(registry).increment();
+        }
+      }
+
+      @Override
+      public void forgotten(String model, String worker) {
+        String key = model + '\0' + worker;
+        Gauge gauge = breakerGauges.remove(key);
+        breakerStates.remove(key);
+        if (gauge != null) {
+          registry.remove(gauge);
+        }
       }
     };
-  }
-
-  /** Drops the breaker series of a worker whose breaker this node forgot. */
-  public void breakerForgotten(String model, String worker) {
-    String key = model + '\0' + worker;
-    Gauge gauge = breakerGauges.remove(key);
-    breakerStates.remove(key);
-    if (gauge != null) {
-      registry.remove(gauge);
-    }
   }
 
   @Override

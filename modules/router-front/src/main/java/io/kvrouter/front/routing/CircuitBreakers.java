@@ -32,6 +32,9 @@ public final class CircuitBreakers {
   public interface Listener {
     void changed(String model, String workerId, State from, State to);
 
+    /** The breaker of a worker that is no longer registered was dropped. */
+    default void forgotten(String model, String workerId) {}
+
     Listener NONE = (model, worker, from, to) -> { };
   }
 

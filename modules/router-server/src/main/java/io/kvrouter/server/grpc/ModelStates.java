@@ -6,7 +6,7 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.api.v1.WorkerBreaker;
-import io.kvrouter.front.Front;
+import io.kvrouter.front.NodeRouting;
 import io.kvrouter.front.routing.CircuitBreakers;
 import java.time.Duration;
 import java.util.List;
@@ -20,17 +20,17 @@ import java.util.concurrent.CompletionStage;
 public final class ModelStates {
   private ModelStates() {}
 
-  /** This node's front's circuit breakers of a model (none without a front). */
+  /** This node's circuit breakers of a model (the front's and the endpoint picker's; none without either). */
   public interface Breakers {
     List<CircuitBreakers.Snapshot> of(String model);
 
     Breakers NONE = model -> List.of();
 
-    /** The breakers of the front running on {@code system}, looked up per read (none while it does not run). */
+    /** The breakers of the node's shared routing on {@code system}, looked up per read (none while none runs). */
     static Breakers of(ActorSystem<?> system) {
       return model -> {
-        Front front = Front.get(system);
-        return front == null ? List.of() : front.breakers().snapshot(model);
+        NodeRouting routing = NodeRouting.get(system);
+        return routing == null ? List.of() : routing.breakers().snapshot(model);
       };
     }
   }
