@@ -29,6 +29,12 @@ final class DecisionBuffer {
   int[] ints = NO_INTS;
   long[] loads = NO_LONGS;
   double[] costs = NO_DOUBLES;
+  /** Over every candidate, not only those kept: what the kv cost's decay and shared credit read. */
+  long minPrefillTokens;
+  int cachedDepth;
+  long totalInFlight;
+  int deepestDeviceOverlap;
+  int deepestDeviceOverlapCount;
   int filteredCount;
   int filteredTotal;
   int[] filteredRanks = NO_INTS;
@@ -72,6 +78,11 @@ final class DecisionBuffer {
     }
     size = kept;
     chosen = picked;
+    minPrefillTokens = c.minPrefillTokens();
+    cachedDepth = c.cachedDepth();
+    totalInFlight = c.totalInFlight();
+    deepestDeviceOverlap = c.deepestDeviceOverlap();
+    deepestDeviceOverlapCount = c.deepestDeviceOverlapCount();
     candidatesTotal = total;
     filteredTotal = c.filteredCount();
     int filteredKept = Math.min(filteredTotal, Decision.MAX_RANKS);
@@ -112,7 +123,8 @@ final class DecisionBuffer {
     int kept = size;
     int filteredKept = filteredCount;
     return new Decision(kind, unixMs, nanos, view, request, Arrays.copyOf(ints, kept * INTS),
-        Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), chosen, candidatesTotal,
+        Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), chosen, candidatesTotal, minPrefillTokens,
+        cachedDepth, totalInFlight, deepestDeviceOverlap, deepestDeviceOverlapCount,
         Arrays.copyOf(filteredRanks, filteredKept), Arrays.copyOf(filteredReasons, filteredKept), filteredTotal);
   }
 }

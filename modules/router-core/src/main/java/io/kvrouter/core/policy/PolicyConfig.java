@@ -7,6 +7,10 @@ import java.util.Map;
 /**
  * A model's policy and its parameters: Dynamo's KV cost knobs, busy thresholds (overload filtering) and the
  * admission queue. Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
+ *
+ * <p>The kv cost's weights ({@link KvPreset#KEYS}) come from a named {@link KvPreset}: {@code kvrouter} (the
+ * defaults) or {@code dynamo} (Dynamo's own defaults). Setting {@code preset} resets every weight to that preset's
+ * value before the call's other parameters apply; an empty value resets a weight to its preset's value.
  */
 public record PolicyConfig(
     Policy policy,
@@ -20,7 +24,14 @@ public record PolicyConfig(
     Double activePrefillTokensThresholdFrac,
     Double queueThresholdFrac,
     int maxPending,
-    Long seed) {
+    Long seed,
+    // Dynamo's newer kv cost terms and the preset the kv weights start from (KvPreset)
+    double overlapCreditDecay,
+    double decodeActiveRequestWeight,
+    double sharedCacheMultiplier,
+    double loadBoundFactor,
+    double prefillBacklogWeight,
+    KvPreset preset) {
 
   public static final String TEMPERATURE = "temperature";
   public static final String OVERLAP_CREDIT = "overlap_credit";
@@ -33,9 +44,19 @@ public record PolicyConfig(
   public static final String QUEUE_THRESHOLD_FRAC = "queue_threshold_frac";
   public static final String MAX_PENDING = "max_pending";
   public static final String SEED = "seed";
+  public static final String OVERLAP_CREDIT_DECAY = "overlap_credit_decay";
+  public static final String DECODE_ACTIVE_REQUEST_WEIGHT = "decode_active_request_weight";
+  public static final String SHARED_CACHE_MULTIPLIER = "shared_cache_multiplier";
+  public static final String LOAD_BOUND_FACTOR = "load_bound_factor";
+  public static final String PREFILL_BACKLOG_WEIGHT = "prefill_backlog_weight";
+  public static final String PRESET = "preset";
 
   public static PolicyConfig defaults() {
-    return new PolicyConfig(Policy.KV, 0.0, 1.0, 1.0, 0.75, 0.25, null, null, null, null, 1024, null);
+    KvPreset kv = KvPreset.KVROUTER;
+    return new PolicyConfig(Policy.KV, 0.0, kv.overlapCredit(), kv.prefillLoadScale(), kv.hostCacheHitWeight(),
+        kv.diskCacheHitWeight(), null, null, null, null, 1024, null, kv.overlapCreditDecay(),
+        kv.decodeActiveRequestWeight(), kv.sharedCacheMultiplier(), kv.loadBoundFactor(),
+        kv.prefillBacklogWeight(), kv);
   }
 
   /**
@@ -45,14 +66,28 @@ public record PolicyConfig(
    */
   public PolicyConfig with(String policyName, Map<String, String> parameters) {
     Map<String, String> merged = toParameters();
-    PolicyConfig defaults = defaults();
-    for (Map.Entry<String, String> entry : parameters.entrySet()) {
-      if (!merged.containsKey(entry.getKey())) {
+    for (String key : parameters.keySet()) {
+      if (!merged.containsKey(key)) {
         throw RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER, "unknown policy parameter '"
-            + RoutingError.echo(entry.getKey()) + "'; known: " + merged.keySet()).toException();
+            + RoutingError.echo(key) + "'; known: " + merged.keySet()).toException();
+      }
+    }
+    // a preset named in this call replaces every kv weight first; the call's own values then apply over it
+    KvPreset base = preset;
+    String presetName = parameters.get(PRESET);
+    if (presetName != null) {
+      base = presetName.isBlank() ? KvPreset.KVROUTER : KvPreset.fromWireName(presetName);
+      merged.put(PRESET, base.wireName());
+      merged.putAll(base.parameters());
+    }
+    Map<String, String> defaults = defaults().toParameters();
+    defaults.putAll(base.parameters());
+    for (Map.Entry<String, String> entry : parameters.entrySet()) {
+      if (entry.getKey().equals(PRESET)) {
+        continue;
       }
       String value = entry.getValue() == null || entry.getValue().isBlank()
-          ? defaults.toParameters().get(entry.getKey()) : entry.getValue().trim();
+          ? defaults.get(entry.getKey()) : entry.getValue().trim();
       merged.put(entry.getKey(), value);
     }
     Policy chosen = policyName == null || policyName.isBlank() ? policy : Policy.fromWireName(policyName);
@@ -72,7 +107,13 @@ public record PolicyConfig(
         optionalFraction(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, p),
         optionalFraction(QUEUE_THRESHOLD_FRAC, p),
         (int) Math.min(Integer.MAX_VALUE, requiredLong(MAX_PENDING, p)),
-        optionalLong(SEED, p));
+        optionalLong(SEED, p),
+        nonNegative(OVERLAP_CREDIT_DECAY, p),
+        nonNegative(DECODE_ACTIVE_REQUEST_WEIGHT, p),
+        nonNegative(SHARED_CACHE_MULTIPLIER, p),
+        offOrAtLeastOne(LOAD_BOUND_FACTOR, p),
+        nonNegative(PREFILL_BACKLOG_WEIGHT, p),
+        KvPreset.fromWireName(p.get(PRESET)));
     if (config.maxPending < 0) {
       throw bad(MAX_PENDING, p.get(MAX_PENDING));
     }
@@ -93,6 +134,12 @@ public record PolicyConfig(
     p.put(QUEUE_THRESHOLD_FRAC, text(queueThresholdFrac));
     p.put(MAX_PENDING, Integer.toString(maxPending));
     p.put(SEED, text(seed));
+    p.put(OVERLAP_CREDIT_DECAY, Double.toString(overlapCreditDecay));
+    p.put(DECODE_ACTIVE_REQUEST_WEIGHT, Double.toString(decodeActiveRequestWeight));
+    p.put(SHARED_CACHE_MULTIPLIER, Double.toString(sharedCacheMultiplier));
+    p.put(LOAD_BOUND_FACTOR, Double.toString(loadBoundFactor));
+    p.put(PREFILL_BACKLOG_WEIGHT, Double.toString(prefillBacklogWeight));
+    p.put(PRESET, preset.wireName());
     return p;
   }
 
@@ -103,6 +150,15 @@ public record PolicyConfig(
   private static double nonNegative(String key, Map<String, String> p) {
     double value = parseDouble(key, p.get(key));
     if (!(value >= 0) || Double.isInfinite(value)) {
+      throw bad(key, p.get(key));
+    }
+    return value;
+  }
+
+  /** 0 (off) or a finite value of at least 1. */
+  private static double offOrAtLeastOne(String key, Map<String, String> p) {
+    double value = nonNegative(key, p);
+    if (value != 0 && value < 1) {
       throw bad(key, p.get(key));
     }
     return value;
