@@ -71,14 +71,15 @@ public final class Scorers {
    * already hot, never for state only that rank holds.
    */
   public static void kv(ScoredCandidates c, Scoring s) {
-    long minPrefill = s.overlapCreditDecay() > 0 ? c.minPrefillTokens() : 0;
+    double perToken = decayPerToken(s);
+    long minPrefill = perToken > 0 ? c.minPrefillTokens() : 0;
     int cachedDepth = s.sharedCacheMultiplier() > 0 ? c.cachedDepth() : 0;
     long bound = loadBound(c, s);
     int deepest = bound == Long.MAX_VALUE ? 0 : c.deepestDeviceOverlap();
     int deepestCount = bound == Long.MAX_VALUE ? 0 : c.deepestDeviceOverlapCount();
     for (int i = 0; i < c.size(); i++) {
       double prefill = overBound(c, i, bound, deepest, deepestCount) ? kvUncreditedPrefillTerm(c, i, s)
-          : kvPrefillTerm(c, i, s, creditDecay(c, i, s, minPrefill), sharedBeyondDevice(c, i, cachedDepth));
+          : kvPrefillTerm(c, i, s, creditDecay(c, i, minPrefill, perToken), sharedBeyondDevice(c, i, cachedDepth));
       c.setCost(i, prefill + c.decodeBlocks(i) + kvActiveTerm(c, i, s.requestBlocks())
           + s.decodeActiveRequestWeight() * c.inFlight(i));
     }
@@ -163,11 +164,21 @@ public final class Scorers {
    * its prefill tokens above {@code minPrefillTokens} in blocks; 1 when the decay is off.
    */
   public static double creditDecay(ScoredCandidates c, int i, Scoring s, long minPrefillTokens) {
-    if (!(s.overlapCreditDecay() > 0)) {
+    return creditDecay(c, i, minPrefillTokens, decayPerToken(s));
+  }
+
+  /** The decay's weight per token of excess backlog: {@code overlapCreditDecay / (block_size·requestBlocks)}. */
+  static double decayPerToken(Scoring s) {
+    return s.overlapCreditDecay() > 0
+        ? s.overlapCreditDecay() / ((double) s.blockSize() * Math.max(s.requestBlocks(), 1)) : 0;
+  }
+
+  private static double creditDecay(ScoredCandidates c, int i, long minPrefillTokens, double perToken) {
+    if (!(perToken > 0)) {
       return 1;
     }
-    double excessBlocks = Math.max(c.prefillTokens(i) - minPrefillTokens, 0) / (double) s.blockSize();
-    return 1 / (1 + s.overlapCreditDecay() * excessBlocks / Math.max(s.requestBlocks(), 1));
+    long excess = c.prefillTokens(i) - minPrefillTokens;
+    return excess > 0 ? 1 / (1 + perToken * excess) : 1;
   }
 
   /** Blocks of the request's fleet-wide cached depth beyond candidate i's device prefix. */
