@@ -78,11 +78,7 @@ final class DecisionBuffer {
     }
     size = kept;
     chosen = picked;
-    minPrefillTokens = c.minPrefillTokens();
-    cachedDepth = c.cachedDepth();
-    totalInFlight = c.totalInFlight();
-    deepestDeviceOverlap = c.deepestDeviceOverlap();
-    deepestDeviceOverlapCount = c.deepestDeviceOverlapCount();
+    aggregates(c);
     candidatesTotal = total;
     filteredTotal = c.filteredCount();
     int filteredKept = Math.min(filteredTotal, Decision.MAX_RANKS);
@@ -96,6 +92,35 @@ final class DecisionBuffer {
     }
     filteredCount = filteredKept;
     return this;
+  }
+
+  /**
+   * What scorers read over every candidate ({@code ScoredCandidates}' aggregates), in one pass: a decision keeps at
+   * most {@link Decision#MAX_RANKS} candidates, and its terms must come out as the selection scored them.
+   */
+  private void aggregates(Candidates c) {
+    long minPrefill = Long.MAX_VALUE;
+    int depth = 0;
+    long inFlight = 0;
+    int deepest = 0;
+    int deepestCount = 0;
+    for (int i = 0; i < c.size(); i++) {
+      minPrefill = Math.min(minPrefill, c.prefillTokens(i));
+      depth = Math.max(depth, c.deviceOverlap(i) + c.hostOverlap(i) + c.diskOverlap(i));
+      inFlight += c.inFlight(i);
+      int device = c.deviceOverlap(i);
+      if (device > deepest) {
+        deepest = device;
+        deepestCount = 1;
+      } else if (device == deepest) {
+        deepestCount++;
+      }
+    }
+    minPrefillTokens = c.size() == 0 ? 0 : minPrefill;
+    cachedDepth = depth;
+    totalInFlight = inFlight;
+    deepestDeviceOverlap = deepest;
+    deepestDeviceOverlapCount = deepestCount;
   }
 
   /** The pick first, then the cheapest other candidates, {@link Decision#MAX_RANKS} in all (a model this large). */

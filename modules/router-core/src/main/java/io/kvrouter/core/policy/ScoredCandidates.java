@@ -48,10 +48,14 @@ public interface ScoredCandidates {
 
   /** How many candidates have the deepest device overlap. */
   default int deepestDeviceOverlapCount() {
-    int deepest = deepestDeviceOverlap();
+    int deepest = 0;
     int count = 0;
     for (int i = 0; i < size(); i++) {
-      if (deviceOverlap(i) == deepest) {
+      int device = deviceOverlap(i);
+      if (device > deepest) {
+        deepest = device;
+        count = 1;
+      } else if (device == deepest) {
         count++;
       }
     }
