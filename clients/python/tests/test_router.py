@@ -42,7 +42,8 @@ def test_select_honours_pinned_allowed_overrides_and_global_scope(router: kvrout
     assert router.select(model.name, isl_tokens=32, allowed_workers=["w1"]).worker_id == "w1"
     scaled = router.select(model.name, isl_tokens=160, allowed_workers=["w1"],
                            overrides=Overrides(prefill_load_scale=2.0))
-    plain = router.select(model.name, isl_tokens=160, allowed_workers=["w1"])
+    plain = router.select(model.name, isl_tokens=160, allowed_workers=["w1"],
+                          overrides=Overrides(prefill_load_scale=1.0))
     assert scaled.cost > plain.cost
     global_pick = router.select(model.name, isl_tokens=32, scope=Scope.GLOBAL)
     assert global_pick.region == "default"

@@ -37,6 +37,8 @@ public final class Bench implements Runnable {
           SelectBenchmark::run),
       new Benchmark("picker", "JMH: locked vs lock-free picker slots at 1, 2 and 4 threads.",
           PickerLockBenchmark::run),
+      new Benchmark("terms", "JMH: what each kv cost term adds to a Select (scorer alone and whole Select).",
+          KvTermsBenchmark::run),
       new Benchmark("metrics", "JMH: inline Select with and without the Select timer, at 1 and 2 threads.",
           MetricsBenchmark::run),
       new Benchmark("explain", "JMH: inline Select with and without recording its decision (explain), at 1 and 2 "

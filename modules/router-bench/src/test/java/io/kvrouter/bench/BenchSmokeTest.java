@@ -34,8 +34,15 @@ class BenchSmokeTest {
         .contains("| select | 1 | 64 | least_in_flight | 4 |", "| select | 1 | 1 | kv | 64 |",
             "| kvLookup | 1 | 64 | kv | 64 |", "| unmatchedLookup | 1 | 64 | kv | 4 |");
     assertThat(read(out, "picker.md"))
-        .contains("| benchmark | threads | policy | slot | score (ns/op) |")
-        .contains("| select | 4 | least_in_flight | locked |", "| select | 4 | round_robin | lock-free |");
+        .contains("| benchmark | threads | policy | slot | score (ns/op) | p50 | p99 | p99.9 |")
+        .contains("| select | 4 | least_in_flight | locked |", "| select | 4 | round_robin | lock-free |",
+            "| select | 4 | kv | plugin-locked |", "| select | 4 | kv | plugin-atomic |")
+        .contains("| threads | plugin-locked p50 (ns) | plugin-atomic p50 (ns) | locked / atomic |");
+    assertThat(read(out, "kv-terms.md"))
+        .contains("| benchmark | threads | terms | workers | score (ns/op) | p50 | p99 | p99.9 |")
+        .contains("| score | 1 | dynamo | 4 |", "| select | 1 | load_bound_factor | 4 |",
+            "| select | 1 | kvrouter | 4 |")
+        .contains("| terms | workers | score p50 (ns) | score added (ns) | select p50 (ns) | select added (ns) |");
     assertThat(read(out, "metrics.md"))
         .contains("| benchmark | threads | policy | workers | score (ns/op) |")
         .contains("| select | 1 | kv | 4 |", "| selectTimed | 1 | kv | 4 |");

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.admission.Clock;
+import io.kvrouter.core.policy.Policy;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.epp.EndpointPicker;
 import io.kvrouter.front.Front;
@@ -13,6 +14,7 @@ import io.kvrouter.server.transport.GrpcServices;
 import io.kvrouter.server.transport.GrpcTransport;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -68,6 +70,7 @@ public final class Main {
     bridgeJavaUtilLogging();
     warnIfCommonPoolTooSmall();
     warnIfLogFormatUnknown();
+    loadPolicies();
     Config config = ClusterConfig.apply(
         ConfigFactory.load(overrides.withFallback(ConfigFactory.parseResourcesAnySyntax("application"))));
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), config.getString("kvrouter.cluster.system-name"),
@@ -115,6 +118,24 @@ public final class Main {
     } catch (RuntimeException e) {
       system.terminate();
       throw e;
+    }
+  }
+
+  /**
+   * Reads the policy registry now, so a bad custom policy (router-core's {@code PolicyProvider}) fails the start
+   * with its provider's message instead of the first call that names a policy, and the custom ones are logged.
+   */
+  static void loadPolicies() {
+    List<Policy> policies;
+    try {
+      policies = Policy.values();
+    } catch (ExceptionInInitializerError e) {
+      throw new IllegalStateException("custom policies could not be loaded: "
+          + (e.getCause() != null ? e.getCause().getMessage() : e), e.getCause());
+    }
+    List<String> custom = policies.stream().filter(p -> !p.isBuiltIn()).map(Policy::wireName).toList();
+    if (!custom.isEmpty()) {
+      log.info("custom policies: {}", String.join(", ", custom));
     }
   }
 

@@ -88,7 +88,8 @@ class ExplainTest {
     assertThat(book.getHasRunnerUp()).isTrue();
     assertThat(book.getMargin()).isEqualTo(book.getRunnerUpCost() - book.getPickedCost());
     for (CandidateExplanation c : book.getCandidatesList()) {
-      assertThat(c.getCostTermsMap()).containsOnlyKeys("prefill", "decode", "active");
+      // the default preset's terms: its load bound is on
+      assertThat(c.getCostTermsMap()).containsOnlyKeys("prefill", "decode", "active", "load_bound");
       assertThat(c.getCostTermsMap().values().stream().mapToDouble(Double::doubleValue).sum())
           .isCloseTo(c.getCost(), org.assertj.core.data.Offset.offset(1e-9));
     }

@@ -225,6 +225,19 @@ class GrpcBadInputTest {
         Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
   }
 
+  /** An unknown policy (a plug-in nobody registered) and bad kv cost parameters: refused, the model unchanged. */
+  @Test
+  void unknownPoliciesAndBadCostParametersAreRefused() {
+    rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL)
+        .setPolicy("testkit_not_registered").build()), Status.Code.INVALID_ARGUMENT, "UNKNOWN_POLICY");
+    for (String[] bad : new String[][] {{"overlap_credit_decay", "-1"}, {"decode_active_request_weight", "NaN"},
+        {"shared_cache_multiplier", "lots"}, {"load_bound_factor", "0.5"}, {"prefill_backlog_weight", "-0.1"},
+        {"preset", "sglang"}}) {
+      rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL).setPolicy("kv")
+          .putParameters(bad[0], bad[1]).build()), Status.Code.INVALID_ARGUMENT, "INVALID_POLICY_PARAMETER");
+    }
+  }
+
   @Test
   void countsOverTheirLimit() {
     RouteRequest.Builder manyAllowed = select();

@@ -102,7 +102,7 @@ class KvRoutingEndToEndTest {
     assertThat(steered.getWorker().getWorkerId()).isEqualTo("w1");
     assertThat(steered.getOverlapBlocks()).isEqualTo(4);
     assertThat(steered.getCachedTokens()).isEqualTo(64);
-    // prefill max(64/16 − 1.0·4, 0) = 0, no decode load, 4 additional active blocks
+    // the default preset: prefill 32·max(0.1·0 + 64/16 − 1.0·4, 0) = 0, no decode load, 4 additional active blocks
     assertThat(steered.getCost()).isEqualTo(4.0);
 
     KvEvent removed = KvEvent.newBuilder().setEventId(2)
@@ -113,8 +113,8 @@ class KvRoutingEndToEndTest {
       Selection idle = join(router.router.select(prompt(model, PROMPT).build()));
       assertThat(idle.getOverlapBlocks()).isZero();
       assertThat(idle.getCachedTokens()).isZero();
-      // hand-computed idle cost: 64/16 prefill blocks + 4 additional active blocks
-      assertThat(idle.getCost()).isEqualTo(8.0);
+      // hand-computed idle cost: 32·64/16 prefill blocks + 4 additional active blocks
+      assertThat(idle.getCost()).isEqualTo(32 * 4.0 + 4);
       reached.add(idle.getWorker().getWorkerId());
     }
     assertThat(reached).containsExactlyInAnyOrder("w1", "w2");

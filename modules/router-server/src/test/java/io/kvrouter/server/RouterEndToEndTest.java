@@ -15,6 +15,7 @@ import io.kvrouter.api.v1.ModelState;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Selection;
 import io.kvrouter.api.v1.SetPolicyRequest;
+import io.kvrouter.core.testkit.TestPolicies;
 import io.kvrouter.server.transport.Binding;
 import java.net.URLEncoder;
 import java.net.http.HttpResponse;
@@ -125,6 +126,36 @@ class RouterEndToEndTest {
     ModelState state = parse(get("/models/state?model=" + model).body());
     assertThat(state.getPolicy()).isEqualTo("round_robin");
     assertThat(state.getPolicyParametersMap()).containsEntry("seed", "5");
+  }
+
+  /**
+   * A custom policy of router-core's test-jar (registered through META-INF/services) is switched to by name; Selects
+   * and Books run it and say so; Dynamo's preset is a parameter like any other; an unknown name changes nothing.
+   */
+  @Test
+  void aPluginPolicyIsSwitchedToByNameAndAnUnknownOneChangesNothing() throws Exception {
+    String model = "plugin-model";
+    join(router.workers.register(worker(model, "a").build()));
+    join(router.workers.register(worker(model, "b").build()));
+    join(router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(model).setPolicy(TestPolicies.SERIAL)
+        .putParameters("seed", "5").putParameters("preset", "dynamo").build()));
+    RouteRequest request = RouteRequest.newBuilder().setModel(model).setIslTokens(64).build();
+    assertThat(join(router.router.select(request)).getPolicy()).isEqualTo(TestPolicies.SERIAL);
+    Booking booking = join(router.router.book(request.toBuilder().setRequestId("plugin-1").build()));
+    assertThat(booking.getSelection().getPolicy()).isEqualTo(TestPolicies.SERIAL);
+    ModelState state = parse(get("/models/state?model=" + model).body());
+    assertThat(state.getPolicy()).isEqualTo(TestPolicies.SERIAL);
+    assertThat(state.getPolicyParametersMap()).containsEntry("preset", "dynamo").containsEntry("seed", "5");
+
+    io.grpc.StatusRuntimeException refused = TestRouter.failure(router.admin.setPolicy(SetPolicyRequest.newBuilder()
+        .setModel(model).setPolicy("testkit_missing_plugin").build()));
+    assertThat(refused.getStatus().getCode()).isEqualTo(io.grpc.Status.Code.INVALID_ARGUMENT);
+    assertThat(TestRouter.reason(refused)).isEqualTo("UNKNOWN_POLICY");
+    assertThat(refused.getStatus().getDescription()).contains("testkit_missing_plugin").contains(TestPolicies.SERIAL);
+    assertThat(parse(get("/models/state?model=" + model).body()).toBuilder().clearStaleness().clearPools().build())
+        .isEqualTo(state.toBuilder().clearStaleness().clearPools().build());
+    join(router.router.release(BookingRef.newBuilder().setModel(model).setRequestId("plugin-1")
+        .setAttempt(booking.getAttempt()).build()));
   }
 
   @Test

@@ -35,14 +35,18 @@ final class DriveCommand implements Callable<Integer> {
       description = "an OpenAI-compatible endpoint (http://127.0.0.1:8080), or 'engines': round robin over them")
   String target;
 
-  @Option(names = "--workload", required = true, description = "multi-turn | agent | mooncake")
+  @Option(names = "--workload", required = true, description = "multi-turn | agent | mooncake | long-tail")
   String workload;
 
   @Option(names = "--sessions", description = "sessions (multi-turn, agent)")
   Integer sessions;
 
-  @Option(names = "--rate", description = "new sessions per second (multi-turn, agent)")
+  @Option(names = "--rate", description = "new sessions per second (multi-turn, agent); long-tail: requests per "
+      + "second between bursts")
   Double rate;
+
+  @Option(names = "--requests", description = "long-tail: requests generated")
+  Integer requests;
 
   @Option(names = "--trace", description = "Mooncake-format trace (default: the module's sample)")
   Path trace;
@@ -83,7 +87,7 @@ final class DriveCommand implements Callable<Integer> {
       throw new CommandLine.ParameterException(new CommandLine(this), "--target must be on 127.0.0.0/8");
     }
     String model = String.valueOf(engines.get(0).get("model"));
-    Workload source = SimCli.workload(this, workload, sessions, rate, trace, 1.0, limit, seed).get();
+    Workload source = SimCli.workload(this, workload, sessions, rate, requests, trace, 1.0, limit, seed).get();
     System.err.println("workload: " + source.description());
     HttpDriver.Result r = new HttpDriver(new HttpDriver.Settings(endpoint, bases, metrics, model, timeScale,
         maxInFlight, Duration.ofSeconds(timeoutSeconds))).run(source);

@@ -13,6 +13,7 @@ import io.kvrouter.sim.fleet.EnginesCommand;
 import io.kvrouter.sim.report.OverloadReport;
 import io.kvrouter.sim.report.Report;
 import io.kvrouter.sim.report.SvgChart;
+import io.kvrouter.sim.workload.LongTailTraceGenerator;
 import io.kvrouter.sim.workload.MooncakeSampleGenerator;
 import io.kvrouter.sim.workload.MooncakeTrace;
 import io.kvrouter.sim.workload.OverloadWorkload;
@@ -159,14 +160,18 @@ public final class SimCli implements Runnable {
     @Mixin
     RunOptions options;
 
-    @Option(names = "--workload", required = true, description = "multi-turn | agent | mooncake")
+    @Option(names = "--workload", required = true, description = "multi-turn | agent | mooncake | long-tail")
     String workload;
 
     @Option(names = "--sessions", description = "sessions (multi-turn, agent), default 300 / 200")
     Integer sessions;
 
-    @Option(names = "--rate", description = "new sessions per second (multi-turn, agent), default 1.5 / 1.0")
+    @Option(names = "--rate", description = "new sessions per second (multi-turn, agent), default 1.5 / 1.0; "
+        + "long-tail: requests per second between bursts, default " + LONG_TAIL_RATE)
     Double rate;
+
+    @Option(names = "--requests", description = "long-tail: requests generated, default " + LONG_TAIL_REQUESTS)
+    Integer requests;
 
     @Option(names = "--trace", paramLabel = "FILE",
         description = "Mooncake-format JSONL trace (default: the module's traces/mooncake-sample.jsonl)")
@@ -180,7 +185,8 @@ public final class SimCli implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      Supplier<Workload> source = workload(this, workload, sessions, rate, trace, timeScale, limit, options.seed);
+      Supplier<Workload> source = workload(this, workload, sessions, rate, requests, trace, timeScale, limit,
+          options.seed);
       return compare(options, workload, source, "bin/sim compare --workload " + workload + " ...");
     }
 
@@ -190,9 +196,15 @@ public final class SimCli implements Runnable {
     return value != null ? value : fallback;
   }
 
-  /** A fresh workload per call: multi-turn, agent, or a Mooncake-format trace (the module's sample by default). */
-  static Supplier<Workload> workload(Object command, String name, Integer sessions, Double rate, Path trace,
-      double traceTimeScale, Integer limit, long seed) throws IOException {
+  static final int LONG_TAIL_REQUESTS = 2000;
+  static final double LONG_TAIL_RATE = 2.0;
+
+  /**
+   * A fresh workload per call: multi-turn, agent, a Mooncake-format trace (the module's sample by default), or the
+   * long-tail trace generated from the seed.
+   */
+  static Supplier<Workload> workload(Object command, String name, Integer sessions, Double rate, Integer requests,
+      Path trace, double traceTimeScale, Integer limit, long seed) throws IOException {
     switch (name) {
       case "multi-turn" -> {
         SessionWorkload.Params p = SessionWorkload.multiTurn(orDefault(sessions, 300), orDefault(rate, 1.5), seed);
@@ -211,8 +223,20 @@ public final class SimCli implements Runnable {
         List<MooncakeTrace.Entry> replayed = entries;
         return () -> new TraceWorkload(replayed, file.getFileName().toString(), traceTimeScale, seed);
       }
+      case "long-tail" -> {
+        int count = orDefault(requests, LONG_TAIL_REQUESTS);
+        double base = orDefault(rate, LONG_TAIL_RATE);
+        if (count <= 0 || !(base > 0)) {
+          throw new CommandLine.ParameterException(new CommandLine(command),
+              "long-tail wants --requests > 0 and --rate > 0");
+        }
+        List<MooncakeTrace.Entry> entries = new LongTailTraceGenerator(seed).generate(count, base);
+        String source = String.format(Locale.ROOT, "long-tail (generated: %d requests, base rate %.3g/s)", count,
+            base);
+        return () -> new TraceWorkload(entries, source, traceTimeScale, seed);
+      }
       default -> throw new CommandLine.ParameterException(new CommandLine(command),
-          "unknown workload '" + name + "': multi-turn, agent or mooncake");
+          "unknown workload '" + name + "': multi-turn, agent, mooncake or long-tail");
     }
   }
 
@@ -304,9 +328,18 @@ public final class SimCli implements Runnable {
     @Option(names = "--seed", description = "default ${DEFAULT-VALUE}")
     long seed = 7;
 
+    @Option(names = "--kind", description = "sample (the shipped sample's mix, --rate its mean) or long-tail "
+        + "(--rate its calm rate), default ${DEFAULT-VALUE}")
+    String kind = "sample";
+
     @Override
     public Integer call() throws IOException {
-      List<MooncakeTrace.Entry> entries = new MooncakeSampleGenerator(seed).generate(requests, rate);
+      List<MooncakeTrace.Entry> entries = switch (kind) {
+        case "sample" -> new MooncakeSampleGenerator(seed).generate(requests, rate);
+        case "long-tail" -> new LongTailTraceGenerator(seed).generate(requests, rate);
+        default -> throw new CommandLine.ParameterException(new CommandLine(this),
+            "unknown --kind '" + kind + "': sample or long-tail");
+      };
       try (Writer writer = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
         MooncakeTrace.write(entries, writer);
       }

@@ -37,14 +37,19 @@ public final class Decision {
   private final double[] costs;
   private final int chosen;
   private final int candidatesTotal;
+  private final long minPrefillTokens;
+  private final int cachedDepth;
+  private final long totalInFlight;
+  private final int deepestDeviceOverlap;
+  private final int deepestDeviceOverlapCount;
   private final int[] filteredRanks;
   private final byte[] filteredReasons;
   private final int filteredTotal;
 
   Decision(DecisionKind kind, long unixMs, long nanos, SelectionView view, SelectionRequest request, QueueWait queue,
-      int[] ints,
-      long[] loads, double[] costs, int chosen, int candidatesTotal, int[] filteredRanks, byte[] filteredReasons,
-      int filteredTotal) {
+      int[] ints, long[] loads, double[] costs, int chosen, int candidatesTotal, long minPrefillTokens,
+      int cachedDepth, long totalInFlight, int deepestDeviceOverlap, int deepestDeviceOverlapCount,
+      int[] filteredRanks, byte[] filteredReasons, int filteredTotal) {
     this.kind = kind;
     this.unixMs = unixMs;
     this.nanos = nanos;
@@ -56,6 +61,11 @@ public final class Decision {
     this.costs = costs;
     this.chosen = chosen;
     this.candidatesTotal = candidatesTotal;
+    this.minPrefillTokens = minPrefillTokens;
+    this.cachedDepth = cachedDepth;
+    this.totalInFlight = totalInFlight;
+    this.deepestDeviceOverlap = deepestDeviceOverlap;
+    this.deepestDeviceOverlapCount = deepestDeviceOverlapCount;
     this.filteredRanks = filteredRanks;
     this.filteredReasons = filteredReasons;
     this.filteredTotal = filteredTotal;
@@ -160,6 +170,32 @@ public final class Decision {
     @Override
     public int activeMatched(int k) {
       return ints[k * INTS + 5];
+    }
+
+    /** Over every candidate of the selection, kept or not, as the scorer read it. */
+    @Override
+    public long minPrefillTokens() {
+      return minPrefillTokens;
+    }
+
+    @Override
+    public int cachedDepth() {
+      return cachedDepth;
+    }
+
+    @Override
+    public long totalInFlight() {
+      return totalInFlight;
+    }
+
+    @Override
+    public int deepestDeviceOverlap() {
+      return deepestDeviceOverlap;
+    }
+
+    @Override
+    public int deepestDeviceOverlapCount() {
+      return deepestDeviceOverlapCount;
     }
 
     @Override

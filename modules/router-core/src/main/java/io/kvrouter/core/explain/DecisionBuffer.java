@@ -31,6 +31,12 @@ final class DecisionBuffer {
   int[] ints = NO_INTS;
   long[] loads = NO_LONGS;
   double[] costs = NO_DOUBLES;
+  /** Over every candidate, not only those kept: what the kv cost's decay and shared credit read. */
+  long minPrefillTokens;
+  int cachedDepth;
+  long totalInFlight;
+  int deepestDeviceOverlap;
+  int deepestDeviceOverlapCount;
   int filteredCount;
   int filteredTotal;
   int[] filteredRanks = NO_INTS;
@@ -76,6 +82,7 @@ final class DecisionBuffer {
     }
     size = kept;
     chosen = picked;
+    aggregates(c);
     candidatesTotal = total;
     filteredTotal = c.filteredCount();
     int filteredKept = Math.min(filteredTotal, Decision.MAX_RANKS);
@@ -89,6 +96,35 @@ final class DecisionBuffer {
     }
     filteredCount = filteredKept;
     return this;
+  }
+
+  /**
+   * What scorers read over every candidate ({@code ScoredCandidates}' aggregates), in one pass: a decision keeps at
+   * most {@link Decision#MAX_RANKS} candidates, and its terms must come out as the selection scored them.
+   */
+  private void aggregates(Candidates c) {
+    long minPrefill = Long.MAX_VALUE;
+    int depth = 0;
+    long inFlight = 0;
+    int deepest = 0;
+    int deepestCount = 0;
+    for (int i = 0; i < c.size(); i++) {
+      minPrefill = Math.min(minPrefill, c.prefillTokens(i));
+      depth = Math.max(depth, c.deviceOverlap(i) + c.hostOverlap(i) + c.diskOverlap(i));
+      inFlight += c.inFlight(i);
+      int device = c.deviceOverlap(i);
+      if (device > deepest) {
+        deepest = device;
+        deepestCount = 1;
+      } else if (device == deepest) {
+        deepestCount++;
+      }
+    }
+    minPrefillTokens = c.size() == 0 ? 0 : minPrefill;
+    cachedDepth = depth;
+    totalInFlight = inFlight;
+    deepestDeviceOverlap = deepest;
+    deepestDeviceOverlapCount = deepestCount;
   }
 
   /** The pick first, then the cheapest other candidates, {@link Decision#MAX_RANKS} in all (a model this large). */
@@ -116,7 +152,8 @@ final class DecisionBuffer {
     int kept = size;
     int filteredKept = filteredCount;
     return new Decision(kind, unixMs, nanos, view, request, queue, Arrays.copyOf(ints, kept * INTS),
-        Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), chosen, candidatesTotal,
+        Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), chosen, candidatesTotal, minPrefillTokens,
+        cachedDepth, totalInFlight, deepestDeviceOverlap, deepestDeviceOverlapCount,
         Arrays.copyOf(filteredRanks, filteredKept), Arrays.copyOf(filteredReasons, filteredKept), filteredTotal);
   }
 }

@@ -4,16 +4,16 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A picker and the one lock around its mutable state. A thread-safe picker (every built-in policy) picks without
- * the lock; any other picker is serialized by it, the actor (picking for a Book) and every inline Select alike. The
+ * the lock; any other picker (a custom policy's that does not declare itself thread-safe) is serialized by it, the actor (picking for a Book) and every inline Select alike. The
  * lock is held only for the pick itself, never while projecting loads or building the answer.
  */
 public final class PickerSlot {
   private final ReentrantLock lock = new ReentrantLock();
   private final Picker picker;
 
-  /** A built-in picker for {@code policy}, starting from {@code state}. */
+  /** {@code policy}'s picker ({@link Policy#newPicker}), starting from {@code state}. */
   public PickerSlot(Policy policy, PickerState state) {
-    this(Pickers.create(policy, state));
+    this(policy.newPicker(state));
   }
 
   /** Any picker, e.g. a stateful custom one; it keeps the lock unless it declares itself thread-safe. */

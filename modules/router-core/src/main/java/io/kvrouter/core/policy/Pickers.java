@@ -23,7 +23,11 @@ public final class Pickers {
 
   private Pickers() {}
 
+  /** A built-in policy's lock-free picker (a custom policy's come from {@link Policy#newPicker}). */
   public static Picker create(Policy policy, PickerState state) {
+    if (!policy.isBuiltIn()) {
+      throw new IllegalArgumentException("custom policy '" + policy.wireName() + "' makes its own pickers");
+    }
     return new BuiltIn(policy, state);
   }
 

@@ -13,6 +13,10 @@ import java.util.Map;
  * A model's policy and its parameters: Dynamo's KV cost knobs, busy thresholds (overload filtering) and the
  * admission queue ({@link QueueConfig}: its {@code queue_*} keys, {@code max_pending} and {@code class.<name>}
  * definitions). Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
+ *
+ * <p>The kv cost's weights ({@link KvPreset#KEYS}) come from a named {@link KvPreset}: {@code kvrouter} (the
+ * defaults) or {@code dynamo} (Dynamo's own defaults). Setting {@code preset} resets every weight to that preset's
+ * value before the call's other parameters apply; an empty value resets a weight to its preset's value.
  */
 public record PolicyConfig(
     Policy policy,
@@ -25,7 +29,14 @@ public record PolicyConfig(
     Long activePrefillTokensThreshold,
     Double activePrefillTokensThresholdFrac,
     QueueConfig queue,
-    Long seed) {
+    Long seed,
+    // Dynamo's newer kv cost terms and the preset the kv weights start from (KvPreset)
+    double overlapCreditDecay,
+    double decodeActiveRequestWeight,
+    double sharedCacheMultiplier,
+    double loadBoundFactor,
+    double prefillBacklogWeight,
+    KvPreset preset) {
 
   public static final String TEMPERATURE = "temperature";
   public static final String OVERLAP_CREDIT = "overlap_credit";
@@ -38,9 +49,21 @@ public record PolicyConfig(
   public static final String QUEUE_THRESHOLD_FRAC = QueueConfig.QUEUE_THRESHOLD_FRAC;
   public static final String MAX_PENDING = QueueConfig.MAX_PENDING;
   public static final String SEED = "seed";
+  public static final String OVERLAP_CREDIT_DECAY = "overlap_credit_decay";
+  public static final String DECODE_ACTIVE_REQUEST_WEIGHT = "decode_active_request_weight";
+  public static final String SHARED_CACHE_MULTIPLIER = "shared_cache_multiplier";
+  public static final String LOAD_BOUND_FACTOR = "load_bound_factor";
+  public static final String PREFILL_BACKLOG_WEIGHT = "prefill_backlog_weight";
+  public static final String PRESET = "preset";
 
-  private static final PolicyConfig DEFAULTS = new PolicyConfig(Policy.KV, 0.0, 1.0, 1.0, 0.75, 0.25, null, null,
-      null, QueueConfig.parse(QueueConfig.defaultParameters()), null);
+  private static final PolicyConfig DEFAULTS = defaultsOf(KvPreset.KVROUTER);
+
+  private static PolicyConfig defaultsOf(KvPreset kv) {
+    return new PolicyConfig(Policy.KV, 0.0, kv.overlapCredit(), kv.prefillLoadScale(), kv.hostCacheHitWeight(),
+        kv.diskCacheHitWeight(), null, null, null, QueueConfig.parse(QueueConfig.defaultParameters()), null,
+        kv.overlapCreditDecay(), kv.decodeActiveRequestWeight(), kv.sharedCacheMultiplier(), kv.loadBoundFactor(),
+        kv.prefillBacklogWeight(), kv);
+  }
 
   public static PolicyConfig defaults() {
     return DEFAULTS;
@@ -59,14 +82,28 @@ public record PolicyConfig(
    */
   public PolicyConfig with(String policyName, Map<String, String> parameters) {
     Map<String, String> merged = toParameters();
-    PolicyConfig defaults = defaults();
-    for (Map.Entry<String, String> entry : parameters.entrySet()) {
-      if (!merged.containsKey(entry.getKey()) && !QueueConfig.isClassKey(entry.getKey())) {
+    for (String key : parameters.keySet()) {
+      if (!merged.containsKey(key) && !QueueConfig.isClassKey(key)) {
         throw RoutingError.invalid(RoutingError.INVALID_POLICY_PARAMETER, "unknown policy parameter '"
-            + RoutingError.echo(entry.getKey()) + "'; known: " + merged.keySet()).toException();
+            + RoutingError.echo(key) + "'; known: " + merged.keySet()).toException();
+      }
+    }
+    // a preset named in this call replaces every kv weight first; the call's own values then apply over it
+    KvPreset base = preset;
+    String presetName = parameters.get(PRESET);
+    if (presetName != null) {
+      base = presetName.isBlank() ? KvPreset.KVROUTER : KvPreset.fromWireName(presetName);
+      merged.put(PRESET, base.wireName());
+      merged.putAll(base.parameters());
+    }
+    Map<String, String> defaults = defaults().toParameters();
+    defaults.putAll(base.parameters());
+    for (Map.Entry<String, String> entry : parameters.entrySet()) {
+      if (entry.getKey().equals(PRESET)) {
+        continue;
       }
       String value = entry.getValue() == null || entry.getValue().isBlank()
-          ? defaults.toParameters().get(entry.getKey()) : entry.getValue().trim();
+          ? defaults.get(entry.getKey()) : entry.getValue().trim();
       merged.put(entry.getKey(), value);
     }
     Policy chosen = policyName == null || policyName.isBlank() ? policy : Policy.fromWireName(policyName);
@@ -85,7 +122,13 @@ public record PolicyConfig(
         optionalLong(ACTIVE_PREFILL_TOKENS_THRESHOLD, p.get(ACTIVE_PREFILL_TOKENS_THRESHOLD)),
         optionalNonNegative(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, p.get(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC)),
         QueueConfig.parse(p),
-        optionalLong(SEED, p.get(SEED)));
+        optionalLong(SEED, p.get(SEED)),
+        nonNegative(OVERLAP_CREDIT_DECAY, p.get(OVERLAP_CREDIT_DECAY)),
+        nonNegative(DECODE_ACTIVE_REQUEST_WEIGHT, p.get(DECODE_ACTIVE_REQUEST_WEIGHT)),
+        nonNegative(SHARED_CACHE_MULTIPLIER, p.get(SHARED_CACHE_MULTIPLIER)),
+        offOrAtLeastOne(LOAD_BOUND_FACTOR, p.get(LOAD_BOUND_FACTOR)),
+        nonNegative(PREFILL_BACKLOG_WEIGHT, p.get(PREFILL_BACKLOG_WEIGHT)),
+        KvPreset.fromWireName(p.get(PRESET)));
   }
 
   /** The parameters as strings, every key present ("" for an unset optional one). */
@@ -101,7 +144,22 @@ public record PolicyConfig(
     p.put(ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC, text(activePrefillTokensThresholdFrac));
     p.put(SEED, text(seed));
     p.putAll(queue.parameters());
+    p.put(OVERLAP_CREDIT_DECAY, Double.toString(overlapCreditDecay));
+    p.put(DECODE_ACTIVE_REQUEST_WEIGHT, Double.toString(decodeActiveRequestWeight));
+    p.put(SHARED_CACHE_MULTIPLIER, Double.toString(sharedCacheMultiplier));
+    p.put(LOAD_BOUND_FACTOR, Double.toString(loadBoundFactor));
+    p.put(PREFILL_BACKLOG_WEIGHT, Double.toString(prefillBacklogWeight));
+    p.put(PRESET, preset.wireName());
     return p;
+  }
+
+  /** 0 (off) or a finite value of at least 1. */
+  private static double offOrAtLeastOne(String key, String raw) {
+    double value = nonNegative(key, raw);
+    if (value != 0 && value < 1) {
+      throw bad(key, raw);
+    }
+    return value;
   }
 
   private static String text(Object value) {

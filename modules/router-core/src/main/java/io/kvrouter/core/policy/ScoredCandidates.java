@@ -25,6 +25,64 @@ public interface ScoredCandidates {
   /** Leading request blocks the rank's live bookings already hold. */
   int activeMatched(int i);
 
+  /**
+   * The fewest active prefill tokens of any candidate: the floor from which the kv cost's overlap-credit decay
+   * measures a rank's prefill backlog. 0 when there is no candidate.
+   */
+  default long minPrefillTokens() {
+    long min = Long.MAX_VALUE;
+    for (int i = 0; i < size(); i++) {
+      min = Math.min(min, prefillTokens(i));
+    }
+    return size() == 0 ? 0 : min;
+  }
+
+  /** The deepest device overlap of any candidate. */
+  default int deepestDeviceOverlap() {
+    int max = 0;
+    for (int i = 0; i < size(); i++) {
+      max = Math.max(max, deviceOverlap(i));
+    }
+    return max;
+  }
+
+  /** How many candidates have the deepest device overlap. */
+  default int deepestDeviceOverlapCount() {
+    int deepest = 0;
+    int count = 0;
+    for (int i = 0; i < size(); i++) {
+      int device = deviceOverlap(i);
+      if (device > deepest) {
+        deepest = device;
+        count = 1;
+      } else if (device == deepest) {
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /** The candidates' in-flight requests in all: what the kv cost's load bound measures a rank's share against. */
+  default long totalInFlight() {
+    long total = 0;
+    for (int i = 0; i < size(); i++) {
+      total += inFlight(i);
+    }
+    return total;
+  }
+
+  /**
+   * The longest leading run of request blocks any candidate holds on any tier (device, then host, then disk): the
+   * request's depth in the fleet's cache, which the kv cost's shared-cache credit reads as the shared cache.
+   */
+  default int cachedDepth() {
+    int max = 0;
+    for (int i = 0; i < size(); i++) {
+      max = Math.max(max, deviceOverlap(i) + hostOverlap(i) + diskOverlap(i));
+    }
+    return max;
+  }
+
   double cost(int i);
 
   void setCost(int i, double cost);

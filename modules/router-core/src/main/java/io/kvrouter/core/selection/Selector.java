@@ -73,7 +73,8 @@ public final class Selector {
   public static Scoring scoring(PolicyConfig policy, SelectionRequest request, int blockSize) {
     return new Scoring(request.islTokens(), blockSize, Scorers.requestBlocks(request.islTokens(), blockSize),
         overlapCredit(policy, request), prefillLoadScale(policy, request), policy.hostCacheHitWeight(),
-        policy.diskCacheHitWeight());
+        policy.diskCacheHitWeight(), policy.overlapCreditDecay(), policy.decodeActiveRequestWeight(),
+        policy.sharedCacheMultiplier(), policy.loadBoundFactor(), policy.prefillBacklogWeight());
   }
 
   /** The kv overlap credit a request is scored with: its override, else the policy's. */

@@ -91,7 +91,7 @@ class DecisionTest {
 
   @Test
   void kvTermsAddUpToTheCostAndTheMarginIsRunnerUpMinusPick() {
-    state.setPolicy("kv", Map.of());
+    state.setPolicy("kv", Map.of("preset", "dynamo"));
     long[] hashes = {11, 12, 13};
     SelectionRequest first = new SelectionRequest("m", "r1", hashes, 48, 0, "a", null, null, 0, null, null, null);
     assertThat(state.book(first, 1, 0)).isInstanceOf(BookOutcome.Booked.class);

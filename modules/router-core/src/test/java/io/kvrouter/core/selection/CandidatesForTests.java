@@ -14,6 +14,23 @@ public final class CandidatesForTests {
     return c;
   }
 
+  /** An empty candidate set for up to {@code capacity} candidates, filled with {@link #add}. */
+  public static Candidates empty(int capacity) {
+    Candidates c = new Candidates();
+    c.reset(capacity);
+    return c;
+  }
+
+  /** Adds a candidate (rank index = its position) with these loads, overlaps and active match. */
+  public static Candidates add(Candidates c, int inFlight, long prefillTokens, long decodeBlocks, int device,
+      int host, int disk, int activeMatched) {
+    int i = c.size();
+    c.add(i, inFlight, prefillTokens, decodeBlocks);
+    c.setOverlap(i, device, host, disk);
+    c.setActiveMatched(i, activeMatched);
+    return c;
+  }
+
   public static void setTemperature(Candidates c, double temperature) {
     c.setTemperature(temperature);
   }

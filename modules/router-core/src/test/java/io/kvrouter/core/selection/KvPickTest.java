@@ -19,7 +19,10 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The kv policy end to end in router-core: index overlaps, active load and per-request overrides decide the pick. */
+/**
+ * The kv policy end to end in router-core, with Dynamo's preset: index overlaps, active load and per-request overrides
+ * decide the pick.
+ */
 class KvPickTest {
   private static final int[] PROMPT = IntStream.range(0, 64).map(i -> 3 * i + 1).toArray();
   private final ManualClock clock = new ManualClock(5_000_000);
@@ -32,7 +35,8 @@ class KvPickTest {
     state = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock, index, view -> {}, 0);
     state.register(worker("w1"));
     state.register(worker("w2"));
-    state.setPolicy("kv", Map.of("seed", "3"));
+    // Dynamo's cost, whose arithmetic these tests pin
+    state.setPolicy("kv", Map.of("seed", "3", "preset", "dynamo"));
     long[] engineIds = {101, 102, 103, 104};
     index.apply(new Rank("w1", 0), 1, new KvEvent.Stored(StorageTier.DEVICE, null, engineIds, hashes));
     // w1 also carries a 16-token booking: 16 prefill tokens, 1 decode block

@@ -49,8 +49,11 @@ class SelectorTest {
   void kvCostOfIdleRanksIsPrefillBlocksPlusRequestBlocks() {
     AdmissionState state = state("kv");
     SelectionResult result = Selections.select(state, clock, Requests.of("m", "", 100));
-    // (0 + 100)/16 prefill blocks + 0 decode + ceil(100/16) = 7 additional active blocks
-    assertThat(result.cost()).isEqualTo(100 / 16.0 + 7);
+    // the default preset's scale: 32·(0 + 100)/16 prefill blocks + 0 decode + ceil(100/16) = 7 additional blocks
+    assertThat(result.cost()).isEqualTo(32 * 100 / 16.0 + 7);
+    state.setPolicy("kv", Map.of("preset", "dynamo"));
+    // Dynamo's: (0 + 100)/16 + 7
+    assertThat(Selections.select(state, clock, Requests.of("m", "", 100)).cost()).isEqualTo(100 / 16.0 + 7);
     assertThat(result.overlapBlocks()).isZero();
     assertThat(result.cachedTokens()).isZero();
     assertThat(result.policy()).isEqualTo("kv");

@@ -14,6 +14,7 @@ import io.kvrouter.api.v1.KvStored;
 import io.kvrouter.api.v1.ModelStateRequest;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.SetPolicyRequest;
+import io.kvrouter.core.testkit.TestPolicies;
 import io.kvrouter.api.v1.StoredBlock;
 import io.kvrouter.api.v1.WorkerKey;
 import io.kvrouter.server.TestRouter;
@@ -121,6 +122,22 @@ class MetricsRouteTest {
     Map<String, String> infinity = new TreeMap<>(policy);
     infinity.put("le", "+Inf");
     assertThat(scrape.value("kvrouter_select_duration_seconds_bucket", infinity)).isEqualTo(5);
+  }
+
+  /** A custom policy's calls carry its wire name as the policy label (one of the registry's, fixed at startup). */
+  @Test
+  void aPluginPolicysCallsAreLabelledWithItsName() throws Exception {
+    String model = "org/metrics-plugin";
+    join(router.workers.register(worker(model, "w1").build()));
+    join(router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(model).setPolicy(TestPolicies.SERIAL)
+        .build()));
+    join(router.router.select(request(model, "s1")));
+    join(router.router.select(request(model, "s2")));
+    join(router.router.book(request(model, "b1")));
+    Scrape scrape = scrape();
+    Map<String, String> labels = Map.of("model", model, "policy", TestPolicies.SERIAL);
+    assertThat(scrape.value("kvrouter_select_duration_seconds_count", labels)).isEqualTo(2);
+    assertThat(scrape.value("kvrouter_book_duration_seconds_count", labels)).isEqualTo(1);
   }
 
   @Test
