@@ -41,6 +41,14 @@ public record RoutingError(Code code, String reason, String message, Map<String,
   public static final String ALL_WORKERS_OVERLOADED = "ALL_WORKERS_OVERLOADED";
   public static final String PINNED_WORKER_OVERLOADED = "PINNED_WORKER_OVERLOADED";
   public static final String QUEUE_LIMIT = "QUEUE_LIMIT";
+  /** A Book asked for aggregation on a model with no aggregated worker (e.g. decode and prefill workers only). */
+  public static final String NO_AGGREGATED_WORKERS = "NO_AGGREGATED_WORKERS";
+  /** A disaggregated Book on a model with no prefill worker. */
+  public static final String NO_PREFILL_WORKERS = "NO_PREFILL_WORKERS";
+  /** A Book on a model with no worker that can decode (prefill workers only), or a disaggregated one with none. */
+  public static final String NO_DECODE_WORKERS = "NO_DECODE_WORKERS";
+  /** The pinned worker serves another phase than the one the pin applies to. */
+  public static final String PINNED_WORKER_ROLE = "PINNED_WORKER_ROLE";
   public static final String MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE";
   public static final String QUEUE_DEADLINE_EXCEEDED = "QUEUE_DEADLINE_EXCEEDED";
   public static final String ADMISSION_TIMEOUT = "ADMISSION_TIMEOUT";

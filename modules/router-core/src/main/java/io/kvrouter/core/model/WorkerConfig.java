@@ -2,10 +2,16 @@ package io.kvrouter.core.model;
 
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
+import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
 
 /**
  * A registered engine replica of one model. It expands to ranks [dpStart, dpStart + dpSize). Sizes are ints: the
  * proto's uint32 values above 2^31 arrive negative and are rejected by RequestLimits.
+ *
+ * <p>{@code role}: which phase the worker serves (aggregated: both; prefill or decode: one half of a disaggregated
+ * pair). {@code loraAdapters}: the LoRA adapters it declared loaded at registration (sorted, never null).
  */
 public record WorkerConfig(
     String workerId,
@@ -16,12 +22,33 @@ public record WorkerConfig(
     int blockSize,
     String endpoint,
     String region,
-    WorkerRole role) {
+    WorkerRole role,
+    SortedSet<String> loraAdapters) {
 
   public WorkerConfig {
     endpoint = endpoint == null ? "" : endpoint;
     region = region == null ? "" : region;
     role = role == null ? WorkerRole.AGGREGATED : role;
+    loraAdapters = loraAdapters == null || loraAdapters.isEmpty()
+        ? java.util.Collections.emptySortedSet()
+        : java.util.Collections.unmodifiableSortedSet(new TreeSet<>(loraAdapters));
+  }
+
+  /** A worker that declared no LoRA adapter. */
+  public WorkerConfig(String workerId, int dpStart, int dpSize, int maxNumBatchedTokens, int totalKvBlocks,
+      int blockSize, String endpoint, String region, WorkerRole role) {
+    this(workerId, dpStart, dpSize, maxNumBatchedTokens, totalKvBlocks, blockSize, endpoint, region, role, null);
+  }
+
+  /** This worker declaring {@code adapters} loaded. */
+  public WorkerConfig withLoraAdapters(Set<String> adapters) {
+    return new WorkerConfig(workerId, dpStart, dpSize, maxNumBatchedTokens, totalKvBlocks, blockSize, endpoint,
+        region, role, adapters == null ? null : new TreeSet<>(adapters));
+  }
+
+  /** Whether the worker declared the LoRA adapter {@code name} loaded. */
+  public boolean hasLoraAdapter(String name) {
+    return loraAdapters.contains(name);
   }
 
   /** Whether {@code dpRank} is one of this worker's ranks, [dpStart, dpStart + dpSize). */

@@ -73,6 +73,27 @@ public final class Candidates implements ScoredCandidates {
     filteredReason[i] = (byte) reason.ordinal();
   }
 
+  /**
+   * Keeps only the candidates whose view rank index {@code keep} accepts, in order, recording the others as left out
+   * for {@code reason}. Called after projection, before overlaps and costs are filled.
+   */
+  void retain(java.util.function.IntPredicate keep, FilterReason reason) {
+    int kept = 0;
+    for (int i = 0; i < size; i++) {
+      int rank = rankIndex[i];
+      if (!keep.test(rank)) {
+        filter(rank, reason);
+        continue;
+      }
+      rankIndex[kept] = rank;
+      inFlight[kept] = inFlight[i];
+      prefillTokens[kept] = prefillTokens[i];
+      decodeBlocks[kept] = decodeBlocks[i];
+      kept++;
+    }
+    size = kept;
+  }
+
   /** Ranks the projection left out of this selection. */
   public int filteredCount() {
     return filteredCount;

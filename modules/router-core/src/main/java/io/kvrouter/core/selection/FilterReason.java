@@ -11,7 +11,13 @@ public enum FilterReason {
   /** The rank reported load once and then stayed silent longer than the heartbeat timeout. */
   UNAVAILABLE,
   /** The rank is above one of the policy's busy thresholds. */
-  OVERLOADED;
+  OVERLOADED,
+  /** The rank's worker serves another phase than the one being chosen (prefill, decode or aggregated). */
+  ROLE,
+  /** The request's LoRA adapter is loaded on other workers, and not on this rank's. */
+  LORA_NOT_LOADED,
+  /** The request's LoRA adapter is loaded nowhere: its rendezvous hash placed it on another worker. */
+  LORA_COLD_PLACEMENT;
 
   private static final FilterReason[] VALUES = values();
 

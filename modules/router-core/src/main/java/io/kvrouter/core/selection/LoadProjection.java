@@ -7,6 +7,7 @@ import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.policy.PolicyConfig;
 import java.util.Set;
 import java.util.function.LongSupplier;
@@ -28,9 +29,21 @@ public final class LoadProjection {
     projectWorkerLoads(view, request, out, () -> nowMillis);
   }
 
-  /** As above, reading {@code clock} once, and only if some rank's heartbeat has to be checked. */
+  /**
+   * As above, reading {@code clock} once, and only if some rank's heartbeat has to be checked; the candidates are the
+   * ranks of the view's {@link SelectionView#singleRankRole single-rank role}.
+   */
   public static void projectWorkerLoads(SelectionView view, SelectionRequest request, Candidates out,
       LongSupplier clock) {
+    projectWorkerLoads(view, request, out, clock, view.singleRankRole());
+  }
+
+  /**
+   * As above, the candidates being the ranks of workers of {@code role} (the others left out as {@link FilterReason#ROLE}),
+   * narrowed last for the request's LoRA adapter ({@link LoraPlacement}).
+   */
+  public static void projectWorkerLoads(SelectionView view, SelectionRequest request, Candidates out,
+      LongSupplier clock, WorkerRole role) {
     String pinned = request.pinnedWorker();
     Set<String> allowed = request.allowedWorkers();
     Set<String> excluded = request.excludedWorkers();
@@ -44,6 +57,11 @@ public final class LoadProjection {
       if (worker == null) {
         throw WorkerConfig.unknownWorker(view.model(), pinned);
       }
+      if (worker.role() != role) {
+        throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.PINNED_WORKER_ROLE,
+            "pinned worker '" + RoutingError.echo(pinned) + "' is a " + worker.role().name().toLowerCase()
+            + " worker; this selection chooses a " + role.name().toLowerCase() + " worker").toException();
+      }
       Integer rank = request.pinnedDpRank();
       if (rank != null && view.indexOf(new Rank(pinned, rank)) < 0) {
         throw RoutingError.notFound(RoutingError.UNKNOWN_WORKER, "worker '" + RoutingError.echo(pinned)
@@ -56,12 +74,17 @@ public final class LoadProjection {
     out.reset(ranks);
     int eligibleIgnoringOverload = 0;
     // the common request names no worker: test the filters per rank only when it does
-    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty();
+    boolean byRole = view.workerCount(role) != view.workers().size();
+    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole;
     boolean thresholds = hasThresholds(policy);
     long nowMillis = NOT_READ;
     for (int i = 0; i < ranks; i++) {
       if (filtered) {
         Rank rank = view.rank(i);
+        if (byRole && view.rankWorker(i).role() != role) {
+          out.filter(i, FilterReason.ROLE);
+          continue;
+        }
         if (pinned != null && (!rank.workerId().equals(pinned)
             || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
           out.filter(i, FilterReason.PINNED);
@@ -95,6 +118,7 @@ public final class LoadProjection {
       }
       out.add(i, booked.inFlight(), booked.prefillTokens(), booked.decodeBlocks());
     }
+    LoraPlacement.narrow(view, request, out);
     if (out.size() == 0) {
       if (eligibleIgnoringOverload > 0) {
         if (pinned != null) {

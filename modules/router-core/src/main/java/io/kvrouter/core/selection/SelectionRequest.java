@@ -17,6 +17,10 @@ import java.util.Set;
  *
  * <p>{@code retry} is how many times the client sent this Book before after losing its answer: it decides which of
  * a booking's calls hold it (a call numbered higher supersedes the earlier ones; see {@code Booking}).
+ *
+ * <p>{@code loraName} is the LoRA adapter the request runs with ("" for the base model): selection narrows to the
+ * workers that have it loaded, or places a cold adapter on one worker ({@link LoraPlacement}).
+ * {@code disaggregation} says how a Book uses prefill and decode workers ({@link Disaggregation}).
  */
 public record SelectionRequest(
     String model,
@@ -34,7 +38,9 @@ public record SelectionRequest(
     Double prefillLoadScale,
     int strictPriority,
     String policyClass,
-    int retry) {
+    int retry,
+    String loraName,
+    Disaggregation disaggregation) {
 
   private static final long[] NO_HASHES = new long[0];
 
@@ -45,6 +51,18 @@ public record SelectionRequest(
     excludedWorkers = excludedWorkers == null ? Set.of() : excludedWorkers;
     policyClass = policyClass == null ? "" : policyClass;
     retry = Math.max(0, retry);
+    loraName = loraName == null ? "" : loraName;
+    disaggregation = disaggregation == null ? Disaggregation.AUTO : disaggregation;
+  }
+
+  /** A request of the base model (no LoRA adapter), disaggregated as the model's workers allow. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass, int retry) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
+        "", Disaggregation.AUTO);
   }
 
   /** A first send (retry 0). */
@@ -76,28 +94,49 @@ public record SelectionRequest(
   public SelectionRequest withRequestId(String id) {
     return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
         allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry);
+        policyClass, retry, loraName, disaggregation);
   }
 
   /** This request with {@code excluded} as its excluded workers. */
   public SelectionRequest withExcludedWorkers(Set<String> excluded) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry);
+        policyClass, retry, loraName, disaggregation);
   }
 
   /** This request with {@code allowed} as its allowed workers (recovery mode's admissible workers too). */
   public SelectionRequest withAllowedWorkers(Set<String> allowed) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry);
+        policyClass, retry, loraName, disaggregation);
   }
 
   /** This request in strict tier {@code tier} of the class or family {@code policyClassName}. */
   public SelectionRequest withQueueing(int tier, String policyClassName) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, tier,
-        policyClassName);
+        policyClassName, 0, loraName, disaggregation);
+  }
+
+  /** This request with the LoRA adapter {@code name} ("" or null: the base model). */
+  public SelectionRequest withLoraName(String name) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, name, disaggregation);
+  }
+
+  /** This request booked as {@code mode} says. */
+  public SelectionRequest withDisaggregation(Disaggregation mode) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, loraName, mode);
+  }
+
+  /** This request with {@code credit} as its overlap-credit override (a decode half is chosen with 0). */
+  public SelectionRequest withOverlapCredit(Double credit) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, credit, prefillLoadScale,
+        strictPriority, policyClass, retry, loraName, disaggregation);
   }
 
   /** This request as its client's {@code n}-th retry. */

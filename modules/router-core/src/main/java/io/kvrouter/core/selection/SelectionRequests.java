@@ -34,7 +34,18 @@ public final class SelectionRequests {
       int blockHashCount, int islTokens, int expectedOutputTokens, String loraName, String cacheSalt,
       String pinnedWorker, Integer pinnedDpRank, Collection<String> allowedWorkers,
       Collection<String> excludedWorkers, int priority, Double temperature, Double overlapCredit,
-      Double prefillLoadScale, int strictPriority, String policyClass) {
+      Double prefillLoadScale, int strictPriority, String policyClass, Disaggregation disaggregation) {
+
+    /** Fields of a request disaggregated as the model's workers allow ({@link Disaggregation#AUTO}). */
+    public Fields(String model, String requestId, int[] tokenIds, int tokenCount, long[] blockHashes,
+        int blockHashCount, int islTokens, int expectedOutputTokens, String loraName, String cacheSalt,
+        String pinnedWorker, Integer pinnedDpRank, Collection<String> allowedWorkers,
+        Collection<String> excludedWorkers, int priority, Double temperature, Double overlapCredit,
+        Double prefillLoadScale, int strictPriority, String policyClass) {
+      this(model, requestId, tokenIds, tokenCount, blockHashes, blockHashCount, islTokens, expectedOutputTokens,
+          loraName, cacheSalt, pinnedWorker, pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature,
+          overlapCredit, prefillLoadScale, strictPriority, policyClass, Disaggregation.AUTO);
+    }
 
     /** Fields of a request in no strict tier and naming no admission queue class. */
     public Fields(String model, String requestId, int[] tokenIds, int tokenCount, long[] blockHashes,
@@ -86,7 +97,10 @@ public final class SelectionRequests {
         in.overlapCredit(),
         in.prefillLoadScale(),
         in.strictPriority(),
-        in.policyClass());
+        in.policyClass(),
+        0,
+        in.loraName() == null ? "" : in.loraName(),
+        in.disaggregation());
     limits.validate(request, forBook);
     return request;
   }

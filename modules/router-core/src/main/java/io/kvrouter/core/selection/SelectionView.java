@@ -3,6 +3,7 @@ package io.kvrouter.core.selection;
 import io.kvrouter.core.load.LoadCell;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.policy.PickerSlot;
 import io.kvrouter.core.policy.PolicyConfig;
 import java.util.ArrayList;
@@ -32,6 +33,8 @@ public final class SelectionView {
   private final KvOverlapSource overlapSource;
   private final ActivePrefixSource activePrefix;
   private final long heartbeatTimeoutMillis;
+  /** Workers per {@link WorkerRole} ordinal. */
+  private final int[] workersByRole = new int[WorkerRole.values().length];
 
   /**
    * @param epoch the incarnation of the admission state that published this view; orders views with the version
@@ -53,6 +56,7 @@ public final class SelectionView {
     List<Rank> rankList = new ArrayList<>();
     List<WorkerConfig> owners = new ArrayList<>();
     for (WorkerConfig worker : sorted.values()) {
+      workersByRole[worker.role().ordinal()]++;
       for (int r = worker.dpStart(); r < worker.dpStart() + worker.dpSize(); r++) {
         rankList.add(worker.rank(r));
         owners.add(worker);
@@ -139,6 +143,23 @@ public final class SelectionView {
   public int indexOf(Rank rank) {
     Integer index = rankIndexes.get(rank);
     return index == null ? -1 : index;
+  }
+
+  /** How many of the model's workers serve {@code role}. */
+  public int workerCount(WorkerRole role) {
+    return workersByRole[role.ordinal()];
+  }
+
+  /**
+   * The role a single-rank selection chooses from: aggregated workers when the model has any (or no worker at all),
+   * else decode workers (which then do their own prefill), else prefill workers (a model that cannot decode; Books
+   * refuse it).
+   */
+  public WorkerRole singleRankRole() {
+    if (workerCount(WorkerRole.AGGREGATED) > 0 || workers.isEmpty()) {
+      return WorkerRole.AGGREGATED;
+    }
+    return workerCount(WorkerRole.DECODE) > 0 ? WorkerRole.DECODE : WorkerRole.PREFILL;
   }
 
   public PolicyConfig policy() {
