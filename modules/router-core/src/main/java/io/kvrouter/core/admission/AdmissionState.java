@@ -29,6 +29,8 @@ import io.kvrouter.core.policy.Scorers;
 import io.kvrouter.core.replication.QueuedBook;
 import io.kvrouter.core.selection.FilterReason;
 import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.DisaggregatedSelection;
+import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.LoadProjection;
 import io.kvrouter.core.selection.SelectionRequest;
@@ -80,6 +82,8 @@ public final class AdmissionState implements ReplicationSender.Source {
   private final BookingLedger ledger;
   private final AdmissionQueue queue;
   private final Candidates scratch = new Candidates();
+  /** The decode half's candidates of a disaggregated Book. */
+  private final Candidates decodeScratch = new Candidates();
   /** Where Books' decisions are recorded (explain), or null: not recorded. */
   private DecisionLog decisions;
   private long expiredBookings;
@@ -184,13 +188,19 @@ public final class AdmissionState implements ReplicationSender.Source {
   private void restore(List<RankRecord> loads, Duration recoveryWindow) {
     long now = clock.millis();
     for (Booking booking : new ArrayList<>(ledger.all())) {
-      if (membership.cell(booking.rank) == null) {
+      Rank decodeRank = booking.decodeRank();
+      if (membership.cell(booking.rank) == null || (decodeRank != null && membership.cell(decodeRank) == null)) {
         ledger.close(booking); // cannot happen in a consistent copy: a worker's bookings leave with it
         continue;
       }
-      membership.addLoad(booking.rank, 1, booking.heldPrefillTokens(), booking.decodeBlocks);
-      activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
+      charge(booking, 1);
+      if (decodeRank == null || !booking.prefillDone) {
+        activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
+      }
       overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
+      if (decodeRank != null) {
+        overlapSource.onBooked(decodeRank, booking.sequenceHashes, now);
+      }
     }
     for (RankRecord load : loads) {
       membership.restoreReport(load.rank(), load.reported());
@@ -326,6 +336,16 @@ public final class AdmissionState implements ReplicationSender.Source {
 
   /** Removes a worker and the live bookings on it; returns how many bookings were dropped. */
   public int deregister(String workerId) {
+    // a pair with one half on this worker leaves with it: its other half's load is freed while both cells exist
+    int pairsDropped = 0;
+    for (Booking booking : new ArrayList<>(ledger.all())) {
+      Rank decodeRank = booking.decodeRank();
+      if (decodeRank != null && (booking.rank.workerId().equals(workerId)
+          || decodeRank.workerId().equals(workerId))) {
+        free(booking);
+        pairsDropped++;
+      }
+    }
     membership.deregister(workerId);
     if (awaitingReport != null) {
       awaitingReport.remove(workerId);
@@ -333,7 +353,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     }
     activePrefix.removeWorker(workerId);
     overlapSource.removeWorker(workerId);
-    int dropped = ledger.dropWorker(workerId);
+    int dropped = ledger.dropWorker(workerId) + pairsDropped;
     dispatch(Trigger.WORKER_REMOVED);
     return dropped;
   }
@@ -424,20 +444,36 @@ public final class AdmissionState implements ReplicationSender.Source {
     SelectionResult selection;
     try {
       SelectionRequest admissible = admissible(request);
-      selection = Selector.select(view, admissible, scratch, now);
+      selection = DisaggregatedSelection.select(view, admissible, scratch, decodeScratch, () -> now);
       if (decisions != null) {
         decisions.record(DecisionKind.BOOK, view, admissible, scratch, now, wait);
+        if (selection.disaggregated()) {
+          decisions.record(DecisionKind.BOOK_DECODE, view,
+              DisaggregatedSelection.half(view, admissible, WorkerRole.DECODE), decodeScratch, now, wait);
+        }
       }
     } catch (RoutingException e) {
       return new BookOutcome.Rejected(e.error());
     }
     long prefill = Math.max(request.islTokens() - selection.cachedTokens(), 0);
     long decode = Scorers.requestBlocks(request.islTokens(), view.blockSize());
-    RankLoad after = membership.addLoad(selection.rank(), 1, prefill, decode);
+    SelectionResult booked;
+    if (selection.disaggregated()) {
+      // the prefill rank holds the prompt's prefill (no blocks: Dynamo's prefill router tracks no active blocks), the
+      // decode rank the request's blocks (no prefill: it receives the KV)
+      RankLoad prefillAfter = membership.addLoad(selection.rank(), 1, prefill, 0);
+      RankLoad decodeAfter = membership.addLoad(selection.decode().rank(), 1, 0, decode);
+      booked = selection.withLoad(prefillAfter).withDecode(selection.decode().withLoad(decodeAfter));
+    } else {
+      booked = selection.withLoad(membership.addLoad(selection.rank(), 1, prefill, decode));
+    }
     Booking booking = ledger.open(request.requestId(), selection.rank(), prefill, decode, now, queuedMicros,
-        selection.withLoad(after), nonce, request.retry(), now + settings.lease().toMillis(), request.blockHashes(), policyClass);
+        booked, nonce, request.retry(), now + settings.lease().toMillis(), request.blockHashes(), policyClass);
     activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
     overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
+    if (booking.decodeRank() != null) {
+      overlapSource.onBooked(booking.decodeRank(), booking.sequenceHashes, now);
+    }
     return new BookOutcome.Booked(answer(booking, false));
   }
 
@@ -469,8 +505,13 @@ public final class AdmissionState implements ReplicationSender.Source {
    * whose load records are numbered differently, and a relaying node applies the answer's load to its view.
    */
   private BookingAnswer answer(Booking booking, boolean replay) {
-    SelectionResult selection = replay
-        ? booking.selection.withLoad(membership.cell(booking.rank).booked()) : booking.selection;
+    SelectionResult selection = booking.selection;
+    if (replay) {
+      selection = selection.withLoad(membership.cell(booking.rank).booked());
+      if (selection.decode() != null) {
+        selection = selection.withDecode(selection.decode().withLoad(membership.cell(booking.decodeRank()).booked()));
+      }
+    }
     return new BookingAnswer(selection, booking.requestId, booking.attempt, replay, booking.queuedMicros,
         booking.leaseExpiresAtMillis, epoch, booking.policyClass);
   }
@@ -482,9 +523,9 @@ public final class AdmissionState implements ReplicationSender.Source {
     if (booking == null) {
       return MutationResult.NOT_APPLIED;
     }
-    RankLoad after = free(booking);
+    free(booking);
     dispatch(Trigger.RELEASE);
-    return new MutationResult(true, 0, new LoadUpdate(epoch, booking.rank, after));
+    return loadsOf(booking, 0);
   }
 
   /** Drops the booking's prefill load (blocks stay) and renews its lease; a second call changes nothing. */
@@ -493,10 +534,17 @@ public final class AdmissionState implements ReplicationSender.Source {
     if (booking == null || booking.prefillDone) {
       return MutationResult.NOT_APPLIED;
     }
-    RankLoad after = membership.addLoad(booking.rank, 0, -booking.prefillTokens, 0);
+    if (booking.decodeRank() != null) {
+      // a pair's prefill rank is done with the request: its slot and prefill are freed, the decode rank keeps it
+      membership.addLoad(booking.rank, -1, -booking.prefillTokens, 0);
+      activePrefix.remove(booking.rank, booking.attempt);
+    } else {
+      membership.addLoad(booking.rank, 0, -booking.prefillTokens, 0);
+    }
     ledger.markPrefillDone(booking, clock.millis() + settings.lease().toMillis());
     dispatch(Trigger.PREFILL_DONE);
-    return new MutationResult(true, booking.leaseExpiresAtMillis, new LoadUpdate(epoch, booking.rank, after));
+    return new MutationResult(true, booking.leaseExpiresAtMillis,
+        new LoadUpdate(epoch, booking.rank, membership.cell(booking.rank).booked()), null);
   }
 
   public MutationResult renew(String requestId, long attempt) {
@@ -526,11 +574,36 @@ public final class AdmissionState implements ReplicationSender.Source {
     return queue.cancel(requestId, nonce);
   }
 
-  /** Closes the booking and takes its load off its rank; returns the rank's load after. */
-  private RankLoad free(Booking booking) {
+  /** Closes the booking and takes its load off its rank (a pair: off both ranks). */
+  private void free(Booking booking) {
     ledger.close(booking);
     activePrefix.remove(booking.rank, booking.attempt);
-    return membership.addLoad(booking.rank, -1, -booking.heldPrefillTokens(), -booking.decodeBlocks);
+    charge(booking, -1);
+  }
+
+  /**
+   * Adds ({@code sign} 1) or takes off (-1) what {@code booking} holds: a single rank one request, its prefill
+   * until done and its blocks; a pair's prefill rank one request and its prefill until the prefill is done, its
+   * decode rank one request and the blocks.
+   */
+  private void charge(Booking booking, int sign) {
+    Rank decodeRank = booking.decodeRank();
+    if (decodeRank == null) {
+      membership.addLoad(booking.rank, sign, sign * booking.heldPrefillTokens(), sign * booking.decodeBlocks);
+      return;
+    }
+    if (!booking.prefillDone) {
+      membership.addLoad(booking.rank, sign, sign * booking.prefillTokens, 0);
+    }
+    membership.addLoad(decodeRank, sign, 0, sign * booking.decodeBlocks);
+  }
+
+  /** A mutation's answer carrying the booking's ranks' loads now. */
+  private MutationResult loadsOf(Booking booking, long leaseExpiresAtMillis) {
+    Rank decodeRank = booking.decodeRank();
+    return new MutationResult(true, leaseExpiresAtMillis,
+        new LoadUpdate(epoch, booking.rank, membership.cell(booking.rank).booked()),
+        decodeRank == null ? null : new LoadUpdate(epoch, decodeRank, membership.cell(decodeRank).booked()));
   }
 
   /** Expires bookings past their lease and queued Books past their deadline; returns the number of bookings expired. */
@@ -655,9 +728,15 @@ public final class AdmissionState implements ReplicationSender.Source {
     Map<Rank, Integer> live = new HashMap<>();
     List<ModelSnapshot.BookingSnapshot> bookingList = new ArrayList<>();
     for (Booking b : ledger.all()) {
-      live.merge(b.rank, 1, Integer::sum);
+      if (b.decodeRank() == null || !b.prefillDone) {
+        live.merge(b.rank, 1, Integer::sum);
+      }
+      if (b.decodeRank() != null) {
+        live.merge(b.decodeRank(), 1, Integer::sum);
+      }
       bookingList.add(new ModelSnapshot.BookingSnapshot(b.requestId, b.attempt, b.rank.workerId(), b.rank.dpRank(),
-          b.heldPrefillTokens(), b.decodeBlocks, b.prefillDone, b.bookedAtMillis, b.leaseExpiresAtMillis));
+          b.heldPrefillTokens(), b.decodeBlocks, b.prefillDone, b.bookedAtMillis, b.leaseExpiresAtMillis,
+          b.decodeRank()));
     }
     PolicyConfig policy = membership.policy();
     List<ModelSnapshot.WorkerSnapshot> workerList = new ArrayList<>();

@@ -79,4 +79,13 @@ final class Booking {
   long heldPrefillTokens() {
     return prefillDone ? 0 : prefillTokens;
   }
+
+  /**
+   * The decode rank of a prefill/decode pair, or null for a single rank. A pair's {@code rank} is its prefill rank,
+   * holding one request and {@code prefillTokens} until the prefill is done (or the pair released); the decode rank
+   * holds one request and {@code decodeBlocks} until the pair is released.
+   */
+  Rank decodeRank() {
+    return selection.decode() == null ? null : selection.decode().rank();
+  }
 }

@@ -28,6 +28,12 @@ public record BookingAnswer(
     this(selection, requestId, attempt, replay, queuedMicros, leaseExpiresAtMillis, epoch, "");
   }
 
+  /** The decode rank's load after this booking (a prefill/decode pair), or null. */
+  public LoadUpdate decodeLoadUpdate() {
+    SelectionResult decode = selection.decode();
+    return decode == null ? null : new LoadUpdate(epoch, decode.rank(), decode.load());
+  }
+
   /** The booked rank's load after this booking, for a relaying node's view. */
   public LoadUpdate loadUpdate() {
     return new LoadUpdate(epoch, selection.rank(), selection.load());

@@ -1,5 +1,7 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.model.Rank;
+
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.WorkerConfig;
@@ -38,5 +40,14 @@ public record ModelSnapshot(
       long decodeBlocks,
       boolean prefillDone,
       long bookedAtMillis,
-      long leaseExpiresAtMillis) {}
+      long leaseExpiresAtMillis,
+      Rank decodeRank) {
+
+    /** A single rank's booking. */
+    public BookingSnapshot(String requestId, long attempt, String workerId, int dpRank, long prefillTokens,
+        long decodeBlocks, boolean prefillDone, long bookedAtMillis, long leaseExpiresAtMillis) {
+      this(requestId, attempt, workerId, dpRank, prefillTokens, decodeBlocks, prefillDone, bookedAtMillis,
+          leaseExpiresAtMillis, null);
+    }
+  }
 }

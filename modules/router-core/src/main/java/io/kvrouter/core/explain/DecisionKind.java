@@ -1,9 +1,14 @@
 package io.kvrouter.core.explain;
 
-/** Which call a decision answered: an advisory Select or a Book through the admission actor. */
+/**
+ * Which call a decision answered: an advisory Select or a Book through the admission actor; a disaggregated call's
+ * decode half is a decision of its own ({@code select_decode}, {@code book_decode}) beside its prefill half's.
+ */
 public enum DecisionKind {
   SELECT("select"),
-  BOOK("book");
+  BOOK("book"),
+  SELECT_DECODE("select_decode"),
+  BOOK_DECODE("book_decode");
 
   private final String wireName;
 

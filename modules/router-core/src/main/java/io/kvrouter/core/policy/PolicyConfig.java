@@ -36,7 +36,24 @@ public record PolicyConfig(
     double sharedCacheMultiplier,
     double loadBoundFactor,
     double prefillBacklogWeight,
-    KvPreset preset) {
+    KvPreset preset,
+    DisaggregationConfig disaggregation) {
+
+  public PolicyConfig {
+    disaggregation = disaggregation == null ? DisaggregationConfig.OFF : disaggregation;
+  }
+
+  /** A config without conditional disaggregation. */
+  public PolicyConfig(Policy policy, double temperature, double overlapCredit, double prefillLoadScale,
+      double hostCacheHitWeight, double diskCacheHitWeight, Double activeDecodeBlocksThreshold,
+      Long activePrefillTokensThreshold, Double activePrefillTokensThresholdFrac, QueueConfig queue, Long seed,
+      double overlapCreditDecay, double decodeActiveRequestWeight, double sharedCacheMultiplier,
+      double loadBoundFactor, double prefillBacklogWeight, KvPreset preset) {
+    this(policy, temperature, overlapCredit, prefillLoadScale, hostCacheHitWeight, diskCacheHitWeight,
+        activeDecodeBlocksThreshold, activePrefillTokensThreshold, activePrefillTokensThresholdFrac, queue, seed,
+        overlapCreditDecay, decodeActiveRequestWeight, sharedCacheMultiplier, loadBoundFactor, prefillBacklogWeight,
+        preset, DisaggregationConfig.OFF);
+  }
 
   public static final String TEMPERATURE = "temperature";
   public static final String OVERLAP_CREDIT = "overlap_credit";
@@ -128,7 +145,8 @@ public record PolicyConfig(
         nonNegative(SHARED_CACHE_MULTIPLIER, p.get(SHARED_CACHE_MULTIPLIER)),
         offOrAtLeastOne(LOAD_BOUND_FACTOR, p.get(LOAD_BOUND_FACTOR)),
         nonNegative(PREFILL_BACKLOG_WEIGHT, p.get(PREFILL_BACKLOG_WEIGHT)),
-        KvPreset.fromWireName(p.get(PRESET)));
+        KvPreset.fromWireName(p.get(PRESET)),
+        DisaggregationConfig.parse(p));
   }
 
   /** The parameters as strings, every key present ("" for an unset optional one). */
@@ -150,6 +168,7 @@ public record PolicyConfig(
     p.put(LOAD_BOUND_FACTOR, Double.toString(loadBoundFactor));
     p.put(PREFILL_BACKLOG_WEIGHT, Double.toString(prefillBacklogWeight));
     p.put(PRESET, preset.wireName());
+    p.putAll(disaggregation.parameters());
     return p;
   }
 

@@ -265,7 +265,7 @@ public final class SnapshotChunks {
       return SMALL;
     }
     return HEADER + SELECTION_KEYS + rankBytes(s.rank()) + string(s.endpoint()) + string(s.region())
-        + 4 * NUMBER + rankLoadBytes(s.load()) + string(s.policy());
+        + 4 * NUMBER + rankLoadBytes(s.load()) + string(s.policy()) + selectionBytes(s.decode());
   }
 
   private static int string(String value) {

@@ -132,13 +132,6 @@ public record SelectionRequest(
         strictPriority, policyClass, retry, loraName, mode);
   }
 
-  /** This request with {@code credit} as its overlap-credit override (a decode half is chosen with 0). */
-  public SelectionRequest withOverlapCredit(Double credit) {
-    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
-        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, credit, prefillLoadScale,
-        strictPriority, policyClass, retry, loraName, disaggregation);
-  }
-
   /** This request as its client's {@code n}-th retry. */
   public SelectionRequest withRetry(int n) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,

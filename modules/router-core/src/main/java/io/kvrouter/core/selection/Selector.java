@@ -28,7 +28,16 @@ public final class Selector {
     if (view == null || view.isEmpty()) {
       throw RoutingError.unknownModel(request.model()).toException();
     }
-    LoadProjection.projectWorkerLoads(view, request, scratch, clock);
+    return select(view, request, scratch, clock, view.singleRankRole());
+  }
+
+  /** As above, choosing among the ranks of workers of {@code role}. */
+  public static SelectionResult select(SelectionView view, SelectionRequest request, Candidates scratch,
+      LongSupplier clock, io.kvrouter.core.model.WorkerRole role) {
+    if (view == null || view.isEmpty()) {
+      throw RoutingError.unknownModel(request.model()).toException();
+    }
+    LoadProjection.projectWorkerLoads(view, request, scratch, clock, role);
     computeCosts(view, request, scratch);
     int chosen = view.picker().pick(scratch);
     scratch.choose(chosen);

@@ -5,7 +5,11 @@ import io.kvrouter.core.load.RankLoad;
 import java.util.HashMap;
 import java.util.Map;
 
-/** Checks a model's state as its snapshot shows it: every rank's booked load is the sum of its live bookings. */
+/**
+ * Checks a model's state as its snapshot shows it: every rank's booked load is the sum of its live bookings (a
+ * prefill/decode pair: its prefill rank one request and its prefill until done, its decode rank one request and its
+ * blocks).
+ */
 public final class LedgerInvariants {
   private LedgerInvariants() {}
 
@@ -13,10 +17,21 @@ public final class LedgerInvariants {
   public static String firstMismatch(ModelSnapshot snapshot) {
     Map<String, long[]> expected = new HashMap<>();
     for (ModelSnapshot.BookingSnapshot b : snapshot.bookings()) {
+      if (b.decodeRank() != null) {
+        long[] decode = expected.computeIfAbsent(b.decodeRank().workerId() + "/" + b.decodeRank().dpRank(),
+            rank -> new long[3]);
+        decode[0]++;
+        decode[2] += b.decodeBlocks();
+        if (b.prefillDone()) {
+          continue;
+        }
+      }
       long[] sums = expected.computeIfAbsent(b.workerId() + "/" + b.dpRank(), rank -> new long[3]);
       sums[0]++;
       sums[1] += b.prefillTokens();
-      sums[2] += b.decodeBlocks();
+      if (b.decodeRank() == null) {
+        sums[2] += b.decodeBlocks();
+      }
     }
     for (ModelSnapshot.WorkerSnapshot worker : snapshot.workers()) {
       for (ModelSnapshot.RankSnapshot rank : worker.ranks()) {

@@ -1,0 +1,133 @@
+package io.kvrouter.core.selection;
+
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.model.WorkerRole;
+import java.util.function.LongSupplier;
+
+/**
+ * Selection across a model's worker roles, as Dynamo's prefill router does: a Book chooses an aggregated rank, a
+ * decode rank alone (doing its own prefill), or a prefill rank and a decode rank ({@link Disaggregation} says which
+ * the request accepts; {@link #plan} which the model allows). The decode half is chosen first, on load only (overlap
+ * credit 0, no prefill load: the prefill happens elsewhere), so that conditional disaggregation
+ * ({@link io.kvrouter.core.policy.DisaggregationConfig}) can judge the prompt left uncached on it; then the prefill
+ * half by the policy's full cost. A request pinning a worker pins the half of that worker's role.
+ */
+public final class DisaggregatedSelection {
+  private DisaggregatedSelection() {}
+
+  /** What a Book chooses. */
+  public enum Plan {
+    /** One aggregated rank. */
+    AGGREGATED,
+    /** One decode rank doing its own prefill (the model has no aggregated worker, or the prefill was skipped). */
+    DECODE_ONLY,
+    /** A prefill rank and a decode rank. */
+    PAIR
+  }
+
+  /**
+   * The plan the model's workers allow for {@code request}; a model without workers plans AGGREGATED (the selection
+   * then reports the unknown model).
+   *
+   * @throws io.kvrouter.core.error.RoutingException FAILED_PRECONDITION {@code NO_AGGREGATED_WORKERS},
+   *     {@code NO_PREFILL_WORKERS} or {@code NO_DECODE_WORKERS} when the request asks for what the model lacks
+   */
+  public static Plan plan(SelectionView view, SelectionRequest request) {
+    if (view == null || view.isEmpty()) {
+      return Plan.AGGREGATED;
+    }
+    int aggregated = view.workerCount(WorkerRole.AGGREGATED);
+    int prefill = view.workerCount(WorkerRole.PREFILL);
+    int decode = view.workerCount(WorkerRole.DECODE);
+    switch (request.disaggregation()) {
+      case AGGREGATED -> {
+        if (aggregated == 0) {
+          throw precondition(RoutingError.NO_AGGREGATED_WORKERS, view, "has no aggregated worker (" + prefill
+              + " prefill, " + decode + " decode); send disaggregation AUTO or DISAGGREGATED");
+        }
+        return Plan.AGGREGATED;
+      }
+      case DISAGGREGATED -> {
+        if (prefill == 0) {
+          throw precondition(RoutingError.NO_PREFILL_WORKERS, view, "has no prefill worker to disaggregate with");
+        }
+        if (decode == 0) {
+          throw precondition(RoutingError.NO_DECODE_WORKERS, view, "has no decode worker to disaggregate with");
+        }
+        return Plan.PAIR;
+      }
+      default -> {
+        if (prefill > 0 && decode > 0) {
+          return Plan.PAIR;
+        }
+        if (aggregated > 0) {
+          return Plan.AGGREGATED;
+        }
+        if (decode > 0) {
+          return Plan.DECODE_ONLY;
+        }
+        throw precondition(RoutingError.NO_DECODE_WORKERS, view, "has prefill workers only: nothing can decode");
+      }
+    }
+  }
+
+  /**
+   * Selects for {@code request} as {@link #plan} says: the candidates of the prefill half (or of the single rank) are
+   * left in {@code scratch}, those of the decode half in {@code decodeScratch}. A pair's answer is the prefill
+   * half's with {@link SelectionResult#decode} set; a skipped prefill answers the decode half alone.
+   */
+  public static SelectionResult select(SelectionView view, SelectionRequest request, Candidates scratch,
+      Candidates decodeScratch, LongSupplier clock) {
+    Plan plan = plan(view, request);
+    return switch (plan) {
+      case AGGREGATED -> Selector.select(view, request, scratch, clock, WorkerRole.AGGREGATED);
+      case DECODE_ONLY -> Selector.select(view, request, scratch, clock, WorkerRole.DECODE);
+      case PAIR -> pair(view, request, scratch, decodeScratch, clock);
+    };
+  }
+
+  private static SelectionResult pair(SelectionView view, SelectionRequest request, Candidates scratch,
+      Candidates decodeScratch, LongSupplier clock) {
+    SelectionRequest decodeRequest = half(view, request, WorkerRole.DECODE);
+    SelectionResult decode = Selector.select(view, decodeRequest, decodeScratch, clock, WorkerRole.DECODE);
+    if (request.disaggregation() == Disaggregation.AUTO
+        && view.policy().disaggregation().bypass(request.islTokens(), decode.cachedTokens())) {
+      // the decode rank does its own prefill: chosen again among decode ranks with the full cost (its prompt's
+      // prefill and cache credit count now), as Dynamo charges a bypassed decode worker for the prompt
+      return Selector.select(view, request, scratch, clock, WorkerRole.DECODE);
+    }
+    SelectionResult prefill = Selector.select(view, half(view, request, WorkerRole.PREFILL), scratch, clock,
+        WorkerRole.PREFILL);
+    return prefill.withDecode(decode);
+  }
+
+  /**
+   * {@code request} for one half of a pair: the pin kept only for the half of the pinned worker's role; the decode
+   * half scored on load alone (overlap credit 0, prefill load scale 0), as Dynamo's decode router override does.
+   */
+  public static SelectionRequest half(SelectionView view, SelectionRequest request, WorkerRole role) {
+    SelectionRequest out = request;
+    if (request.pinnedWorker() != null) {
+      var pinned = view.worker(request.pinnedWorker());
+      if (pinned != null && pinned.role() != role) {
+        out = new SelectionRequest(request.model(), request.requestId(), request.blockHashes(),
+            request.islTokens(), request.expectedOutputTokens(), null, null, request.allowedWorkers(),
+            request.excludedWorkers(), request.priority(), request.temperature(), request.overlapCredit(),
+            request.prefillLoadScale(), request.strictPriority(), request.policyClass(), request.retry(),
+            request.loraName(), request.disaggregation());
+      }
+    }
+    if (role == WorkerRole.DECODE) {
+      out = new SelectionRequest(out.model(), out.requestId(), out.blockHashes(), out.islTokens(),
+          out.expectedOutputTokens(), out.pinnedWorker(), out.pinnedDpRank(), out.allowedWorkers(),
+          out.excludedWorkers(), out.priority(), out.temperature(), 0.0, 0.0, out.strictPriority(), out.policyClass(),
+          out.retry(), out.loraName(), out.disaggregation());
+    }
+    return out;
+  }
+
+  private static RuntimeException precondition(String reason, SelectionView view, String what) {
+    return new RoutingError(RoutingError.Code.FAILED_PRECONDITION, reason,
+        "model '" + RoutingError.echo(view.model()) + "' " + what).toException();
+  }
+}

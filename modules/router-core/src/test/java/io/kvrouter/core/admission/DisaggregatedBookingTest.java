@@ -1,0 +1,258 @@
+package io.kvrouter.core.admission;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.selection.Disaggregation;
+import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionResult;
+import io.kvrouter.core.testkit.LedgerInvariants;
+import io.kvrouter.core.testkit.ManualClock;
+import io.kvrouter.core.testkit.Requests;
+import java.time.Duration;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class DisaggregatedBookingTest {
+  private final ManualClock clock = new ManualClock(1_700_000_000_000L);
+
+  private static WorkerConfig worker(String id, WorkerRole role) {
+    return new WorkerConfig(id, 0, 1, 8192, 1000, 16, "http://" + id, "local", role);
+  }
+
+  private AdmissionState state(WorkerConfig... workers) {
+    AdmissionState state = new AdmissionState("m", new AdmissionSettings(Duration.ofSeconds(300),
+        Duration.ofSeconds(10)), clock);
+    for (WorkerConfig w : workers) {
+      state.register(w);
+    }
+    return state;
+  }
+
+  private AdmissionState pd() {
+    return state(worker("p1", WorkerRole.PREFILL), worker("p2", WorkerRole.PREFILL),
+        worker("d1", WorkerRole.DECODE), worker("d2", WorkerRole.DECODE));
+  }
+
+  private static SelectionRequest request(String id, int isl, Disaggregation mode) {
+    return Requests.of("m", id, isl).withDisaggregation(mode);
+  }
+
+  private static BookingAnswer booked(BookOutcome outcome) {
+    assertThat(outcome).isInstanceOf(BookOutcome.Booked.class);
+    return ((BookOutcome.Booked) outcome).answer();
+  }
+
+  private static RoutingError rejected(BookOutcome outcome) {
+    assertThat(outcome).isInstanceOf(BookOutcome.Rejected.class);
+    return ((BookOutcome.Rejected) outcome).error();
+  }
+
+  private static RankLoad load(AdmissionState state, Rank rank) {
+    return state.view().cell(state.view().indexOf(rank)).booked();
+  }
+
+  @Test
+  void aPairIsBookedTogetherWithPrefillOnThePrefillRankAndBlocksOnTheDecodeRank() {
+    AdmissionState state = pd();
+    BookingAnswer answer = booked(state.book(request("r", 100, Disaggregation.AUTO), 1, 0));
+    SelectionResult selection = answer.selection();
+    assertThat(selection.disaggregated()).isTrue();
+    assertThat(selection.rank().workerId()).startsWith("p");
+    assertThat(selection.decode().rank().workerId()).startsWith("d");
+    assertThat(load(state, selection.rank())).extracting(RankLoad::inFlight, RankLoad::prefillTokens,
+        RankLoad::decodeBlocks).containsExactly(1, 100L, 0L);
+    assertThat(load(state, selection.decode().rank())).extracting(RankLoad::inFlight, RankLoad::prefillTokens,
+        RankLoad::decodeBlocks).containsExactly(1, 0L, 7L);
+    assertThat(selection.decode().load()).isEqualTo(load(state, selection.decode().rank()));
+    assertThat(answer.decodeLoadUpdate().rank()).isEqualTo(selection.decode().rank());
+    ModelSnapshot.BookingSnapshot snapshot = state.snapshot().bookings().get(0);
+    assertThat(snapshot.decodeRank()).isEqualTo(selection.decode().rank());
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
+  @Test
+  void prefillDoneFreesThePrefillRankAndReleaseFreesTheDecodeRank() {
+    AdmissionState state = pd();
+    BookingAnswer answer = booked(state.book(request("r", 100, Disaggregation.AUTO), 1, 0));
+    Rank prefill = answer.selection().rank();
+    Rank decode = answer.selection().decode().rank();
+    MutationResult done = state.markPrefillDone("r", answer.attempt());
+    assertThat(done.applied()).isTrue();
+    assertThat(load(state, prefill).inFlight()).isZero();
+    assertThat(load(state, prefill).prefillTokens()).isZero();
+    assertThat(load(state, decode).inFlight()).isEqualTo(1);
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+    assertThat(state.markPrefillDone("r", answer.attempt()).applied()).as("second call").isFalse();
+    MutationResult released = state.release("r", answer.attempt());
+    assertThat(released.applied()).isTrue();
+    assertThat(released.decodeLoad().rank()).isEqualTo(decode);
+    assertThat(load(state, decode)).extracting(RankLoad::inFlight, RankLoad::decodeBlocks).containsExactly(0, 0L);
+    assertThat(load(state, prefill).inFlight()).as("prefill not freed twice").isZero();
+    assertThat(state.snapshot().bookings()).isEmpty();
+  }
+
+  @Test
+  void aReleaseBeforePrefillDoneFreesBothRanksAndRenewCoversBoth() {
+    AdmissionState state = pd();
+    BookingAnswer answer = booked(state.book(request("r", 100, Disaggregation.DISAGGREGATED), 1, 0));
+    clock.advance(Duration.ofSeconds(200));
+    assertThat(state.renew("r", answer.attempt()).applied()).isTrue();
+    clock.advance(Duration.ofSeconds(200));
+    assertThat(state.expire()).as("renewed: the one lease covers the pair").isZero();
+    MutationResult released = state.release("r", answer.attempt());
+    assertThat(released.load().load().inFlight()).isZero();
+    assertThat(released.decodeLoad().load().inFlight()).isZero();
+    for (int i = 0; i < state.view().rankCount(); i++) {
+      assertThat(state.view().cell(i).booked().inFlight()).isZero();
+    }
+  }
+
+  @Test
+  void anExpiredOrCancelledPairFreesBothRanks() {
+    AdmissionState state = pd();
+    booked(state.book(request("r1", 100, Disaggregation.AUTO), 1, 0));
+    booked(state.book(request("r2", 100, Disaggregation.AUTO), 2, 0));
+    assertThat(state.cancelBook("r2", 2)).isTrue();
+    clock.advance(Duration.ofSeconds(301));
+    assertThat(state.expire()).isEqualTo(1);
+    for (int i = 0; i < state.view().rankCount(); i++) {
+      assertThat(state.view().cell(i).booked()).extracting(RankLoad::inFlight, RankLoad::prefillTokens,
+          RankLoad::decodeBlocks).containsExactly(0, 0L, 0L);
+    }
+  }
+
+  @Test
+  void theDecodeHalfIsChosenOnLoadWithoutOverlapCredit() {
+    AdmissionState state = pd();
+    // d1 carries one pair's blocks: the next decode half goes to d2, whatever the prefill half
+    BookingAnswer first = booked(state.book(request("r1", 160, Disaggregation.AUTO), 1, 0));
+    BookingAnswer second = booked(state.book(request("r2", 160, Disaggregation.AUTO), 2, 0));
+    assertThat(second.selection().decode().rank()).isNotEqualTo(first.selection().decode().rank());
+    assertThat(second.selection().rank()).isNotEqualTo(first.selection().rank());
+    // the decode half's cost is its blocks only: no prefill term
+    assertThat(second.selection().decode().cost()).isLessThan(second.selection().cost());
+  }
+
+  @Test
+  void removingAWorkerDropsThePairsWithAHalfOnIt() {
+    AdmissionState state = pd();
+    BookingAnswer answer = booked(state.book(request("r", 100, Disaggregation.AUTO), 1, 0));
+    Rank prefill = answer.selection().rank();
+    assertThat(state.deregister(answer.selection().decode().rank().workerId())).isEqualTo(1);
+    assertThat(load(state, prefill).inFlight()).isZero();
+    assertThat(state.snapshot().bookings()).isEmpty();
+  }
+
+  @Test
+  void conditionalDisaggregationBooksTheDecodeRankAloneForAShortUncachedPrompt() {
+    AdmissionState state = pd();
+    state.setPolicy("", Map.of("conditional_disagg_isl_threshold", "256"));
+    BookingAnswer shortPrompt = booked(state.book(request("short", 200, Disaggregation.AUTO), 1, 0));
+    assertThat(shortPrompt.selection().disaggregated()).isFalse();
+    assertThat(shortPrompt.selection().rank().workerId()).startsWith("d");
+    // the decode rank does its own prefill: it is charged the prompt
+    assertThat(load(state, shortPrompt.selection().rank()).prefillTokens()).isEqualTo(200);
+    BookingAnswer longPrompt = booked(state.book(request("long", 300, Disaggregation.AUTO), 2, 0));
+    assertThat(longPrompt.selection().disaggregated()).isTrue();
+    // DISAGGREGATED asks for a pair whatever the threshold
+    assertThat(booked(state.book(request("forced", 200, Disaggregation.DISAGGREGATED), 3, 0)).selection()
+        .disaggregated()).isTrue();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
+  @Test
+  void dynamosRatioThresholdKeepsAColdShortPromptDisaggregated() {
+    AdmissionState state = pd();
+    // Dynamo's isl_bounding: bypass only if eff_isl < 2048 and eff_isl / prompt < 0.7; a cold prompt's ratio is 1
+    state.setPolicy("", Map.of("conditional_disagg_isl_threshold", "2048",
+        "conditional_disagg_ratio_threshold", "0.7"));
+    assertThat(booked(state.book(request("cold", 200, Disaggregation.AUTO), 1, 0)).selection().disaggregated())
+        .isTrue();
+  }
+
+  @Test
+  void badThresholdsAreRefusedAndChangeNothing() {
+    AdmissionState state = pd();
+    long version = state.view().version();
+    for (Map<String, String> bad : java.util.List.of(Map.of("conditional_disagg_isl_threshold", "-1"),
+        Map.of("conditional_disagg_isl_threshold", "x"), Map.of("conditional_disagg_ratio_threshold", "0"),
+        Map.of("conditional_disagg_ratio_threshold", "1.5"))) {
+      try {
+        state.setPolicy("", bad);
+        throw new AssertionError("accepted " + bad);
+      } catch (io.kvrouter.core.error.RoutingException e) {
+        assertThat(e.error().reason()).isEqualTo(RoutingError.INVALID_POLICY_PARAMETER);
+      }
+    }
+    assertThat(state.view().version()).isEqualTo(version);
+    assertThat(state.view().policy().disaggregation().islThreshold()).isZero();
+  }
+
+  @Test
+  void aDecodeOnlyModelAskedForAggregationIsRefusedAndNothingIsBooked() {
+    AdmissionState state = state(worker("d1", WorkerRole.DECODE), worker("p1", WorkerRole.PREFILL));
+    RoutingError error = rejected(state.book(request("r", 100, Disaggregation.AGGREGATED), 1, 0));
+    assertThat(error.code()).isEqualTo(RoutingError.Code.FAILED_PRECONDITION);
+    assertThat(error.reason()).isEqualTo(RoutingError.NO_AGGREGATED_WORKERS);
+    assertThat(state.snapshot().bookings()).isEmpty();
+    for (int i = 0; i < state.view().rankCount(); i++) {
+      assertThat(state.view().cell(i).booked().inFlight()).isZero();
+    }
+  }
+
+  @Test
+  void aDisaggregatedBookNeedsBothRoles() {
+    AdmissionState aggregated = state(worker("a", WorkerRole.AGGREGATED), worker("d", WorkerRole.DECODE));
+    assertThat(rejected(aggregated.book(request("r", 100, Disaggregation.DISAGGREGATED), 1, 0)).reason())
+        .isEqualTo(RoutingError.NO_PREFILL_WORKERS);
+    AdmissionState prefillOnly = state(worker("p", WorkerRole.PREFILL));
+    assertThat(rejected(prefillOnly.book(request("r", 100, Disaggregation.AUTO), 1, 0)).reason())
+        .isEqualTo(RoutingError.NO_DECODE_WORKERS);
+    assertThat(rejected(prefillOnly.book(request("r", 100, Disaggregation.DISAGGREGATED), 1, 0)).reason())
+        .isEqualTo(RoutingError.NO_DECODE_WORKERS);
+    assertThat(aggregated.snapshot().bookings()).isEmpty();
+    assertThat(prefillOnly.snapshot().bookings()).isEmpty();
+  }
+
+  @Test
+  void aggregatedBooksNeverReachPrefillOrDecodeWorkersAndADecodeOnlyModelBooksDecodeRanks() {
+    AdmissionState mixed = state(worker("a", WorkerRole.AGGREGATED), worker("d", WorkerRole.DECODE));
+    for (int i = 0; i < 5; i++) {
+      assertThat(booked(mixed.book(request("r" + i, 100, Disaggregation.AUTO), i, 0)).selection().rank().workerId())
+          .isEqualTo("a");
+    }
+    AdmissionState decodeOnly = state(worker("d1", WorkerRole.DECODE), worker("d2", WorkerRole.DECODE));
+    BookingAnswer answer = booked(decodeOnly.book(request("r", 100, Disaggregation.AUTO), 1, 0));
+    assertThat(answer.selection().disaggregated()).isFalse();
+    assertThat(load(decodeOnly, answer.selection().rank()).prefillTokens()).isEqualTo(100);
+  }
+
+  @Test
+  void aPinAppliesToTheHalfOfThePinnedWorkersRole() {
+    AdmissionState state = pd();
+    BookingAnswer pinnedDecode = booked(state.book(Requests.pinned(request("r1", 100, Disaggregation.AUTO), "d2",
+        null).withDisaggregation(Disaggregation.AUTO), 1, 0));
+    assertThat(pinnedDecode.selection().decode().rank().workerId()).isEqualTo("d2");
+    BookingAnswer pinnedPrefill = booked(state.book(Requests.pinned(request("r2", 100, Disaggregation.AUTO), "p2",
+        null).withDisaggregation(Disaggregation.AUTO), 2, 0));
+    assertThat(pinnedPrefill.selection().rank().workerId()).isEqualTo("p2");
+  }
+
+  @Test
+  void aReplayAnswersThePairWithBothRanksLoadsNow() {
+    AdmissionState state = pd();
+    BookingAnswer first = booked(state.book(request("r", 100, Disaggregation.AUTO), 1, 0));
+    state.markPrefillDone("r", first.attempt());
+    BookingAnswer replay = booked(state.book(request("r", 100, Disaggregation.AUTO), 2, 0));
+    assertThat(replay.replay()).isTrue();
+    assertThat(replay.attempt()).isEqualTo(first.attempt());
+    assertThat(replay.selection().decode().rank()).isEqualTo(first.selection().decode().rank());
+    assertThat(replay.selection().load().inFlight()).isZero();
+    assertThat(replay.selection().decode().load().inFlight()).isEqualTo(1);
+  }
+}
