@@ -194,9 +194,7 @@ public final class AdmissionState implements ReplicationSender.Source {
         continue;
       }
       charge(booking, 1);
-      if (decodeRank == null || !booking.prefillDone) {
-        activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
-      }
+      activePrefix.add(booking.rank, booking.attempt, booking.sequenceHashes);
       overlapSource.onBooked(booking.rank, booking.sequenceHashes, now);
       if (decodeRank != null) {
         overlapSource.onBooked(decodeRank, booking.sequenceHashes, now);
@@ -536,8 +534,8 @@ public final class AdmissionState implements ReplicationSender.Source {
     }
     if (booking.decodeRank() != null) {
       // a pair's prefill rank is done with the request: its slot and prefill are freed, the decode rank keeps it
+      // (its prefix stays active on the prefill rank until the pair is released, as a single rank's does)
       membership.addLoad(booking.rank, -1, -booking.prefillTokens, 0);
-      activePrefix.remove(booking.rank, booking.attempt);
     } else {
       membership.addLoad(booking.rank, 0, -booking.prefillTokens, 0);
     }

@@ -275,6 +275,9 @@ public final class ModelReplica {
     }
     activePrefix.add(booking.rank(), booking.attempt(), booking.sequenceHashes());
     overlap.onBooked(booking.rank(), booking.sequenceHashes(), nowMillis);
+    if (booking.selection() != null && booking.selection().decode() != null) {
+      overlap.onBooked(booking.selection().decode().rank(), booking.sequenceHashes(), nowMillis); // a pair's decode rank
+    }
   }
 
   private void write(RankRecord record) {

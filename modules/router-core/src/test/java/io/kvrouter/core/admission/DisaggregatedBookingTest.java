@@ -255,4 +255,35 @@ class DisaggregatedBookingTest {
     assertThat(replay.selection().load().inFlight()).isZero();
     assertThat(replay.selection().decode().load().inFlight()).isEqualTo(1);
   }
+
+  @Test
+  void aRecoveredStateKeepsBothHalvesOfEveryPairAndReleasesThemTogether() {
+    AdmissionState owner = pd();
+    BookingAnswer open = booked(owner.book(request("open", 100, Disaggregation.AUTO), 1, 0));
+    BookingAnswer done = booked(owner.book(request("done", 100, Disaggregation.AUTO), 2, 0));
+    owner.markPrefillDone("done", done.attempt());
+    io.kvrouter.core.replication.ModelReplica replica = new io.kvrouter.core.replication.ModelReplica("m", 10_000,
+        io.kvrouter.core.selection.KvOverlapSource.NONE, view -> {});
+    io.kvrouter.core.testkit.Replication.drainOne(owner, clock.millis());
+    for (io.kvrouter.core.replication.SnapshotChunk chunk : owner.replicaSnapshot(clock.millis(), 1024)) {
+      replica.apply(chunk, clock.millis());
+    }
+    AdmissionState recovered = AdmissionState.recover("m", AdmissionSettings.DEFAULTS, clock,
+        io.kvrouter.core.selection.KvOverlapSource.NONE, view -> {}, replica.recoveredState(), Duration.ofSeconds(2));
+    assertThat(LedgerInvariants.firstMismatch(recovered.snapshot())).isNull();
+    // loads recomputed from the pairs: the open pair holds both ranks, the done one its decode rank only
+    assertThat(load(recovered, open.selection().rank()).prefillTokens()).isEqualTo(100);
+    assertThat(load(recovered, open.selection().decode().rank()).decodeBlocks()).isEqualTo(7);
+    assertThat(load(recovered, done.selection().decode().rank()).inFlight()).isEqualTo(1);
+    assertThat(recovered.snapshot().bookings()).extracting(ModelSnapshot.BookingSnapshot::decodeRank)
+        .containsExactlyInAnyOrder(open.selection().decode().rank(), done.selection().decode().rank());
+    MutationResult released = recovered.release("open", open.attempt());
+    assertThat(released.decodeLoad()).isNotNull();
+    assertThat(recovered.markPrefillDone("done", done.attempt()).applied()).as("already done before").isFalse();
+    assertThat(recovered.release("done", done.attempt()).applied()).isTrue();
+    for (int i = 0; i < recovered.view().rankCount(); i++) {
+      assertThat(recovered.view().cell(i).booked()).extracting(RankLoad::inFlight, RankLoad::prefillTokens,
+          RankLoad::decodeBlocks).containsExactly(0, 0L, 0L);
+    }
+  }
 }

@@ -9,6 +9,8 @@ import io.kvrouter.core.admission.BookOutcome;
 import io.kvrouter.core.membership.RankReport;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.testkit.ManualClock;
@@ -42,6 +44,7 @@ class ReplicationConvergenceTest {
     final List<long[]> chains = new ArrayList<>();
     final List<WorkerConfig> workers = new ArrayList<>();
     int applied;
+    int pairs;
     boolean queuedOnce;
 
     Run(long seed) {
@@ -51,6 +54,11 @@ class ReplicationConvergenceTest {
       for (int i = 0; i < 4; i++) {
         workers.add(Fixtures.worker("w" + i, 1 + i % 2));
       }
+      // prefill and decode workers: a Book makes a pair while both roles are registered
+      workers.add(new WorkerConfig("p0", 0, 1, 8192, 1000, 16, "http://p0", "local", WorkerRole.PREFILL));
+      workers.add(new WorkerConfig("d0", 0, 2, 8192, 1000, 16, "http://d0", "local", WorkerRole.DECODE));
+      workers.add(new WorkerConfig("d1", 0, 1, 8192, 1000, 16, "http://d1", "local", WorkerRole.DECODE)
+          .withLoraAdapters(Set.of("sql")));
       for (int c = 0; c < 4; c++) {
         long[] chain = new long[1 + random.nextInt(6)];
         for (int k = 0; k < chain.length; k++) {
@@ -73,10 +81,15 @@ class ReplicationConvergenceTest {
           long nonce = random.nextLong();
           BookOutcome outcome = owner.book(new SelectionRequest(MODEL, "r" + random.nextInt(12), hashes,
               16 * hashes.length + random.nextInt(16), 0, null, null, null, null, random.nextInt(3), null, null, null,
-              random.nextInt(2), random.nextBoolean() ? "" : "gold"), nonce,
+              random.nextInt(2), random.nextBoolean() ? "" : "gold").withDisaggregation(
+                  Disaggregation.values()[random.nextInt(Disaggregation.values().length)])
+              .withLoraName(random.nextInt(4) == 0 ? "sql" : ""), nonce,
               random.nextInt(3) == 0 ? clock.millis() + random.nextInt(50) : 0, "caller-" + nonce);
           if (outcome instanceof BookOutcome.Queued) {
             queuedOnce = true;
+          }
+          if (outcome instanceof BookOutcome.Booked booked && booked.answer().selection().disaggregated()) {
+            pairs++;
           }
           owner.drainCompletions();
         } else if (op < 60) {
@@ -102,7 +115,8 @@ class ReplicationConvergenceTest {
           String queueing = random.nextBoolean() ? "" : Integer.toString(random.nextInt(64));
           owner.setPolicy(POLICIES[random.nextInt(POLICIES.length)], Map.of("seed", seed,
               "queue_prefill_tokens_threshold", queueing, "class.gold",
-              random.nextBoolean() ? "" : "quantum=" + (1 + random.nextInt(100))));
+              random.nextBoolean() ? "" : "quantum=" + (1 + random.nextInt(100)),
+              "conditional_disagg_isl_threshold", random.nextBoolean() ? "" : Integer.toString(random.nextInt(64))));
           owner.drainCompletions();
         } else if (op < 92) {
           List<QueuedBook> waiting = owner.queuedBooks();
@@ -153,6 +167,7 @@ class ReplicationConvergenceTest {
   void replicaEqualsOwnerAfterEveryDelta() {
     int deltas = 0;
     int queuing = 0;
+    int pairs = 0;
     for (long seed = 0; seed < RUNS; seed++) {
       Run run = new Run(seed);
       run.snapshotTo(4096); // a new peer starts from a full copy
@@ -167,8 +182,10 @@ class ReplicationConvergenceTest {
           .isEqualTo(Copies.expected(run.owner, run.chains));
       deltas += run.applied;
       queuing += run.queuedOnce ? 1 : 0;
+      pairs += run.pairs;
     }
     assertThat(deltas).as("deltas applied over all runs").isGreaterThan(RUNS * 20);
+    assertThat(pairs).as("prefill/decode pairs booked over all runs").isGreaterThan(RUNS * 5);
     assertThat(queuing).as("runs in which some Book waited").isGreaterThan(RUNS / 4);
   }
 

@@ -149,6 +149,23 @@ class SnapshotChunksTest {
   }
 
   @Test
+  void theEstimateCountsAPairsDecodeHalfAndAWorkersLoraAdapters() {
+    LedgerSnapshot.Entry single = booking("r", 10);
+    SelectionResult decode = new SelectionResult(new Rank("d", 0), "http://d", "local", 0, 0, 7.0,
+        new RankLoad(3, 1, 0, 7), 9, "kv");
+    LedgerSnapshot.Entry pair = new LedgerSnapshot.Entry(single.requestId(), single.attempt(), single.rank(),
+        single.prefillTokens(), single.decodeBlocks(), single.bookedAtMillis(), single.queuedMicros(),
+        single.selection().withDecode(decode), single.sequenceHashes(), single.nonces(), single.retry(),
+        single.prefillDone(), single.leaseExpiresAtMillis(), single.policyClass());
+    assertThat(SnapshotChunks.entryBytes(pair)).as("the decode half: a rank, an endpoint, a load")
+        .isGreaterThan(SnapshotChunks.entryBytes(single) + "http://d".length() + 3 * 8);
+    ViewState withAdapters = new ViewState("m", 3, 9, List.of(Fixtures.worker("a", 2)
+        .withLoraAdapters(java.util.Set.of("an-adapter-name")), Fixtures.worker("b", 1)), "kv", VIEW.parameters());
+    assertThat(SnapshotChunks.viewBytes(withAdapters)).isGreaterThanOrEqualTo(SnapshotChunks.viewBytes(VIEW)
+        + "an-adapter-name".length());
+  }
+
+  @Test
   void chunksOfDifferentCopiesOrAMissingChunkDoNotAssemble() {
     List<LedgerSnapshot.Entry> bookings = new ArrayList<>();
     for (int i = 0; i < 50; i++) {
