@@ -317,7 +317,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private BookDecisionsReply bookDecisions(int limit) {
     DecisionLog log = slot.decisions();
     List<Explanation> books = log == null ? List.of() : log.newest(0).stream()
-        .filter(d -> d.kind() == DecisionKind.BOOK)
+        .filter(d -> d.kind() == DecisionKind.BOOK || d.kind() == DecisionKind.BOOK_DECODE)
         .limit(limit <= 0 ? Long.MAX_VALUE : limit)
         .map(d -> d.explain(env.hostNode()))
         .toList();

@@ -159,12 +159,18 @@ public final class ModelClient {
       if (result.load() != null) {
         apply(result.load());
       }
+      if (result.decodeLoad() != null) {
+        apply(result.decodeLoad());
+      }
       return result;
     });
   }
 
   private BookingAnswer applied(BookingAnswer answer) {
     apply(answer.loadUpdate());
+    if (answer.decodeLoadUpdate() != null) {
+      apply(answer.decodeLoadUpdate());
+    }
     return answer;
   }
 

@@ -8,10 +8,11 @@ import io.kvrouter.core.indexer.KvEventSequencer;
 import io.kvrouter.core.indexer.ModelKvIndex;
 import io.kvrouter.core.replication.ModelReplica;
 import io.kvrouter.core.selection.Candidates;
+import io.kvrouter.core.selection.DisaggregatedSelection;
+import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
-import io.kvrouter.core.selection.Selector;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -129,9 +130,15 @@ public final class ModelSlot<C> {
    */
   public SelectionResult select(SelectionView current, SelectionRequest request) {
     Candidates scratch = Candidates.forCurrentThread();
-    SelectionResult result = Selector.select(current, request, scratch, clock);
+    Candidates decodeScratch = Candidates.decodeForCurrentThread();
+    SelectionResult result = DisaggregatedSelection.select(current, request, scratch, decodeScratch, clock);
     if (decisions != null) {
-      decisions.record(DecisionKind.SELECT, current, request, scratch, clock.getAsLong());
+      long now = clock.getAsLong();
+      decisions.record(DecisionKind.SELECT, current, request, scratch, now);
+      if (result.disaggregated()) {
+        decisions.record(DecisionKind.SELECT_DECODE, current,
+            DisaggregatedSelection.half(current, request, WorkerRole.DECODE), decodeScratch, now);
+      }
     }
     return result;
   }
@@ -139,15 +146,23 @@ public final class ModelSlot<C> {
   /** As {@link #select}, with the decision's explanation for a caller that asked (recorded or not). */
   public ExplainedSelection selectExplained(SelectionView current, SelectionRequest request) {
     Candidates scratch = Candidates.forCurrentThread();
-    SelectionResult result = Selector.select(current, request, scratch, clock);
+    Candidates decodeScratch = Candidates.decodeForCurrentThread();
+    SelectionResult result = DisaggregatedSelection.select(current, request, scratch, decodeScratch, clock);
     long now = clock.getAsLong();
+    SelectionRequest decodeRequest = result.disaggregated()
+        ? DisaggregatedSelection.half(current, request, WorkerRole.DECODE) : null;
     if (decisions != null) {
       decisions.record(DecisionKind.SELECT, current, request, scratch, now);
+      if (decodeRequest != null) {
+        decisions.record(DecisionKind.SELECT_DECODE, current, decodeRequest, decodeScratch, now);
+      }
     }
     return new ExplainedSelection(result,
-        Decision.capture(DecisionKind.SELECT, current, request, scratch, now).explain(node));
+        Decision.capture(DecisionKind.SELECT, current, request, scratch, now).explain(node),
+        decodeRequest == null ? null
+            : Decision.capture(DecisionKind.SELECT_DECODE, current, decodeRequest, decodeScratch, now).explain(node));
   }
 
-  /** An advisory pick and why it was made. */
-  public record ExplainedSelection(SelectionResult result, Explanation explanation) {}
+  /** An advisory pick and why it was made; {@code decodeExplanation}: a pair's decode half's, else null. */
+  public record ExplainedSelection(SelectionResult result, Explanation explanation, Explanation decodeExplanation) {}
 }

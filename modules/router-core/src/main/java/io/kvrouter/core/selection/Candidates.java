@@ -28,9 +28,16 @@ public final class Candidates implements ScoredCandidates {
 
   private static final ThreadLocal<Candidates> PER_THREAD = ThreadLocal.withInitial(Candidates::new);
 
+  private static final ThreadLocal<Candidates> DECODE_PER_THREAD = ThreadLocal.withInitial(Candidates::new);
+
   /** The calling thread's scratch; an inline Select uses it so the hot path allocates no buffers. */
   public static Candidates forCurrentThread() {
     return PER_THREAD.get();
+  }
+
+  /** The calling thread's second scratch, for the decode half of a disaggregated inline Select. */
+  public static Candidates decodeForCurrentThread() {
+    return DECODE_PER_THREAD.get();
   }
 
   void reset(int capacity) {

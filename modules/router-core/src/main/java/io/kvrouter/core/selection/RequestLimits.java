@@ -31,6 +31,8 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
   public static final int MAX_BATCHED_TOKENS = 1 << 30;
   /** model, worker_id, request_id, pinned_worker and each allowed_workers entry, lora_name, cache_salt, region. */
   public static final int MAX_ID_LENGTH = 256;
+  /** LoRA adapters one worker may declare loaded. */
+  public static final int MAX_LORA_ADAPTERS = 1024;
   public static final int MAX_ENDPOINT_LENGTH = 1_024;
   public static final int MAX_POLICY_NAME_LENGTH = 64;
   public static final int MAX_POLICY_PARAMETERS = 32;
@@ -172,6 +174,13 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     }
     requireLength("endpoint", config.endpoint(), MAX_ENDPOINT_LENGTH);
     requireLength("region", config.region(), MAX_ID_LENGTH);
+    requireCount("lora_adapters", config.loraAdapters().size(), MAX_LORA_ADAPTERS);
+    for (String adapter : config.loraAdapters()) {
+      if (adapter.isEmpty()) {
+        throw RoutingError.invalid(RoutingError.MALFORMED, "a lora_adapters entry is empty").toException();
+      }
+      requireLength("lora_adapters entry", adapter, MAX_ID_LENGTH);
+    }
   }
 
   /** A LoadReport: its worker id and how many rank reports it carries. */

@@ -26,6 +26,7 @@ import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
@@ -62,6 +63,9 @@ public final class ProtoMapping {
     if (in.getScope() == Scope.UNRECOGNIZED) {
       throw unknownEnumValue("scope", in.getScopeValue());
     }
+    if (in.getDisaggregation() == io.kvrouter.api.v1.Disaggregation.UNRECOGNIZED) {
+      throw unknownEnumValue("disaggregation", in.getDisaggregationValue());
+    }
     int tokenCount = in.getTokenIdsCount();
     int[] tokens = null;
     if (tokenCount > 0 && tokenCount <= requests.limits().maxTokens()) {
@@ -89,7 +93,7 @@ public final class ProtoMapping {
         in.getOverrides().hasTemperature() ? in.getOverrides().getTemperature() : null,
         in.getOverrides().hasOverlapCredit() ? in.getOverrides().getOverlapCredit() : null,
         in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null,
-        in.getStrictPriority(), in.getPolicyClass()), forBook, blockSize);
+        in.getStrictPriority(), in.getPolicyClass(), toDisaggregation(in.getDisaggregation())), forBook, blockSize);
     // uint32: a number above 2^31 is the highest retry
     return forBook && in.getRetry() != 0 ? request.withRetry(in.getRetry() < 0 ? Integer.MAX_VALUE : in.getRetry())
         : request;
@@ -103,7 +107,21 @@ public final class ProtoMapping {
 
   /** The selection, naming where callers reach the routers of the worker's region (global calls). */
   public static Selection toProto(SelectionResult result, String routerEndpoint) {
-    return Selection.newBuilder()
+    Selection.Builder out = Selection.newBuilder();
+    SelectionResult decode = result.decode();
+    if (decode != null) {
+      out.setDecode(io.kvrouter.api.v1.DecodeSelection.newBuilder()
+          .setWorker(WorkerEndpoint.newBuilder()
+              .setWorkerId(decode.rank().workerId())
+              .setDpRank(decode.rank().dpRank())
+              .setEndpoint(decode.endpoint())
+              .setRegion(decode.region()))
+          .setOverlapBlocks(decode.overlapBlocks())
+          .setCachedTokens(decode.cachedTokens())
+          .setCost(decode.cost())
+          .setLoad(toProto(decode.load())));
+    }
+    return out
         .setWorker(WorkerEndpoint.newBuilder()
             .setWorkerId(result.rank().workerId())
             .setDpRank(result.rank().dpRank())
@@ -155,9 +173,19 @@ public final class ProtoMapping {
       throw unknownEnumValue("role", in.getRoleValue());
     }
     String region = in.getRegion().isEmpty() ? defaultRegion : in.getRegion();
+    // the count is checked before the names are copied into the config's set
+    if (in.getLoraAdaptersCount() > RequestLimits.MAX_LORA_ADAPTERS) {
+      throw RoutingError.invalid(RoutingError.TOO_MANY_ITEMS, "lora_adapters has " + in.getLoraAdaptersCount()
+          + " entries; at most " + RequestLimits.MAX_LORA_ADAPTERS).toException();
+    }
+    for (String adapter : in.getLoraAdaptersList()) {
+      if (adapter.isEmpty()) {
+        throw RoutingError.invalid(RoutingError.MALFORMED, "a lora_adapters entry is empty").toException();
+      }
+    }
     WorkerConfig config = new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(),
         in.getMaxNumBatchedTokens(), in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region,
-        toRole(in.getRole()));
+        toRole(in.getRole()), new java.util.TreeSet<>(in.getLoraAdaptersList()));
     limits.validate(config);
     return config;
   }
@@ -213,7 +241,17 @@ public final class ProtoMapping {
         .setEndpoint(config.endpoint())
         .setRegion(config.region())
         .setRole(toProto(config.role()))
+        .addAllLoraAdapters(config.loraAdapters())
         .build();
+  }
+
+  private static Disaggregation toDisaggregation(io.kvrouter.api.v1.Disaggregation mode) {
+    return switch (mode) {
+      case DISAGGREGATION_AGGREGATED -> Disaggregation.AGGREGATED;
+      case DISAGGREGATION_DISAGGREGATED -> Disaggregation.DISAGGREGATED;
+      case DISAGGREGATION_AUTO -> Disaggregation.AUTO;
+      case UNRECOGNIZED -> throw new IllegalStateException("checked by toSelectionRequest");
+    };
   }
 
   private static WorkerRole toRole(io.kvrouter.api.v1.WorkerRole role) {
@@ -322,7 +360,9 @@ public final class ProtoMapping {
           .setDecodeBlocks(b.decodeBlocks())
           .setPrefillDone(b.prefillDone())
           .setBookedUnixMs(b.bookedAtMillis())
-          .setLeaseExpiresUnixMs(b.leaseExpiresAtMillis()));
+          .setLeaseExpiresUnixMs(b.leaseExpiresAtMillis())
+          .setDecodeWorkerId(b.decodeRank() == null ? "" : b.decodeRank().workerId())
+          .setDecodeDpRank(b.decodeRank() == null ? 0 : b.decodeRank().dpRank()));
     }
     out.setQueue(toProto(snapshot.queue()));
     return out.build();

@@ -85,8 +85,12 @@ public final class RouterService implements RouterPowerApi {
   }
 
   private static Selection explained(ModelSlot.ExplainedSelection explained, String routerEndpoint) {
-    return ProtoMapping.toProto(explained.result(), routerEndpoint).toBuilder()
-        .setExplanation(Explanations.toProto(explained.explanation())).build();
+    Selection.Builder out = ProtoMapping.toProto(explained.result(), routerEndpoint).toBuilder()
+        .setExplanation(Explanations.toProto(explained.explanation()));
+    if (explained.decodeExplanation() != null) {
+      out.setDecodeExplanation(Explanations.toProto(explained.decodeExplanation()));
+    }
+    return out.build();
   }
 
   /**
