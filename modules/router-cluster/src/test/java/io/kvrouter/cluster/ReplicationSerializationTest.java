@@ -52,7 +52,9 @@ class ReplicationSerializationTest {
   private static List<WorkerConfig> workers(int count) {
     List<WorkerConfig> workers = new ArrayList<>();
     for (int i = 0; i < count; i++) {
-      workers.add(TestCluster.worker("worker-with-a-longish-name-" + i));
+      WorkerConfig worker = TestCluster.worker("worker-with-a-longish-name-" + i);
+      // every third worker declares LoRA adapters, which travel with the view
+      workers.add(i % 3 == 0 ? worker.withLoraAdapters(java.util.Set.of("adapter-" + i, "adapter-shared")) : worker);
     }
     return workers;
   }
@@ -63,9 +65,16 @@ class ReplicationSerializationTest {
     for (int h = 0; h < hashes; h++) {
       sequenceHashes[h] = 0x9E3779B97F4A7C15L * (i * 31L + h + 1);
     }
+    SelectionResult selection = new SelectionResult(rank, worker.endpoint(), "local", 12, 192, 0.75,
+        new RankLoad(i + 1, 3, 8192, 512), 7, "kv");
+    if (i % 2 == 1) {
+      // a prefill/decode pair: the decode half's answer travels inside the prefill half's
+      Rank decode = new Rank("decode-worker-with-a-longish-name-" + i % 7, 0);
+      selection = selection.withDecode(new SelectionResult(decode, "http://decode-" + i % 7 + ":8000", "local", 0, 0,
+          33.0, new RankLoad(i + 2, 5, 0, 4096), 7, "kv"));
+    }
     return new LedgerSnapshot.Entry("request-" + i + "-0123456789abcdef", (1_800_000_000_000L << 16) + i, rank,
-        4096, 256, 1_800_000_000_000L, 1500, new SelectionResult(rank, worker.endpoint(), "local", 12, 192, 0.75,
-            new RankLoad(i + 1, 3, 8192, 512), 7, "kv"), sequenceHashes, 0x5DEECE66DL * i, i % 2 == 0,
+        4096, 256, 1_800_000_000_000L, 1500, selection, sequenceHashes, 0x5DEECE66DL * i, i % 2 == 0,
         1_800_000_300_000L);
   }
 
@@ -101,6 +110,7 @@ class ReplicationSerializationTest {
     ActorRef<ReplicaActor.Reply> owner = cluster.kit.<ReplicaActor.Reply>createTestProbe().ref();
     int bookingsDecoded = 0;
     int queuedDecoded = 0;
+    boolean adaptersSeen = false;
     for (SnapshotChunk chunk : chunks) {
       ReplicaActor.Chunk message = new ReplicaActor.Chunk(chunk, owner);
       byte[] bytes = serialization.serialize(message).get();
@@ -113,10 +123,18 @@ class ReplicationSerializationTest {
       assertThat(decoded.chunk().index()).isEqualTo(chunk.index());
       assertThat(decoded.chunk().bookings()).hasSameSizeAs(chunk.bookings());
       assertThat(decoded.chunk().queued()).isEqualTo(chunk.queued());
+      for (int b = 0; b < chunk.bookings().size(); b++) {
+        assertThat(decoded.chunk().bookings().get(b).selection()).isEqualTo(chunk.bookings().get(b).selection());
+      }
+      if (chunk.view() != null) {
+        assertThat(decoded.chunk().view().workers()).isEqualTo(chunk.view().workers());
+        adaptersSeen |= chunk.view().workers().stream().anyMatch(w -> !w.loraAdapters().isEmpty());
+      }
       bookingsDecoded += decoded.chunk().bookings().size();
       queuedDecoded += decoded.chunk().queued().size();
     }
     assertThat(bookingsDecoded).isEqualTo(bookings.size());
+    assertThat(adaptersSeen).as("a view with LoRA adapters was decoded").isTrue();
     assertThat(queuedDecoded).isEqualTo(queued.size());
   }
 }

@@ -2,6 +2,7 @@ package io.kvrouter.front.routing;
 
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.SelectionRequests;
 import io.kvrouter.front.FrontError;
 import io.kvrouter.front.request.ClientRequest;
@@ -90,7 +91,10 @@ public final class PromptRouting {
           requestId, tokens, tokens == null ? 0 : tokens.length, hashes, hashes == null ? 0 : hashes.length,
           prompt.islTokens(),
           Math.min(expectedOutputTokens(body), requests.limits().maxOutputTokens()), null, salt, null, null, List.of(), List.of(),
-          request.priority(), null, null, null, request.strictPriority(), request.policyClass()), true,
+          // the front forwards to one engine: it books an aggregated rank (a prefill/decode pair needs the two-step
+          // forwarding of vLLM's P/D proxy, which the front does not do)
+          request.priority(), null, null, null, request.strictPriority(), request.policyClass(),
+          Disaggregation.AGGREGATED), true,
           scope.blockSize());
       return new Routed(selection, prompt.approximate(), prompt.reason(), tokenized);
     } catch (RoutingException e) {
