@@ -3,6 +3,7 @@ package io.kvrouter.cli;
 import com.google.protobuf.MessageOrBuilder;
 import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.Overrides;
+import io.kvrouter.api.v1.Disaggregation;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
 import java.util.concurrent.CompletionStage;
@@ -23,6 +24,18 @@ final class RouteCommands {
     final Scope proto;
 
     ScopeArg(Scope proto) {
+      this.proto = proto;
+    }
+  }
+
+  enum DisaggregationArg {
+    auto(Disaggregation.DISAGGREGATION_AUTO),
+    aggregated(Disaggregation.DISAGGREGATION_AGGREGATED),
+    disaggregated(Disaggregation.DISAGGREGATION_DISAGGREGATED);
+
+    final Disaggregation proto;
+
+    DisaggregationArg(Disaggregation proto) {
       this.proto = proto;
     }
   }
@@ -53,7 +66,8 @@ final class RouteCommands {
 
     @Option(names = "--expected-output-tokens", paramLabel = "N", description = "Expected output length.")
     Long expectedOutputTokens;
-    @Option(names = "--lora-name", paramLabel = "NAME", description = "LoRA adapter name (salts the block hashes).")
+    @Option(names = "--lora-name", paramLabel = "NAME", description = "LoRA adapter name (salts the block hashes;"
+        + " only workers with it loaded are candidates, a cold one goes to one worker).")
     String loraName;
     @Option(names = "--cache-salt", paramLabel = "SALT", description = "Cache salt (salts the block hashes).")
     String cacheSalt;
@@ -66,6 +80,10 @@ final class RouteCommands {
     @Option(names = "--prefill-load-scale", paramLabel = "S", description = "Override the prefill load scale.")
     Double prefillLoadScale;
     @Option(names = "--scope", paramLabel = "SCOPE", description = "region | global (default: region).") ScopeArg scope;
+    @Option(names = "--disaggregation", paramLabel = "MODE", description = "auto | aggregated | disaggregated: how"
+        + " the model's prefill and decode workers are used (default: auto: a prefill/decode pair when the model has"
+        + " both roles).")
+    DisaggregationArg disaggregation;
 
     /** Builds the request; throws IllegalArgumentException on inconsistent options. */
     RouteRequest.Builder toRequest() {
@@ -110,6 +128,9 @@ final class RouteCommands {
       }
       if (loraName != null) {
         b.setLoraName(loraName);
+      }
+      if (disaggregation != null) {
+        b.setDisaggregation(disaggregation.proto);
       }
       if (cacheSalt != null) {
         b.setCacheSalt(cacheSalt);

@@ -46,6 +46,9 @@ final class WorkerCommands {
     @Option(names = "--region", paramLabel = "REGION", description = "Region (data center) of the worker.") String region;
     @Option(names = "--role", paramLabel = "ROLE", description = "aggregated | prefill | decode (default: unspecified = aggregated).")
     Role role;
+    @Option(names = "--lora-adapters", paramLabel = "A1,A2", description = "LoRA adapters loaded on the worker,"
+        + " comma-separated.")
+    String loraAdapters;
 
     WorkerRegistration request() {
       WorkerRegistration.Builder b = WorkerRegistration.newBuilder()
@@ -64,6 +67,9 @@ final class WorkerCommands {
       }
       if (role != null) {
         b.setRole(role.proto);
+      }
+      if (loraAdapters != null) {
+        b.addAllLoraAdapters(Args.parseNames(loraAdapters));
       }
       return b.build();
     }

@@ -93,6 +93,22 @@ class CommandParsingTest {
   }
 
   @Test
+  void disaggregationAndLoraOptionsReachTheirFields() {
+    RouteRequest req = ((RouteCommands.Book) parsed("book", "--model", "m", "--tokens", "1", "--request-id", "r",
+        "--disaggregation", "disaggregated", "--lora-name", "sql")).request();
+    assertThat(req.getDisaggregation()).isEqualTo(io.kvrouter.api.v1.Disaggregation.DISAGGREGATION_DISAGGREGATED);
+    assertThat(req.getLoraName()).isEqualTo("sql");
+    RouteRequest plain = ((RouteCommands.Book) parsed("book", "--model", "m", "--tokens", "1", "--request-id", "r"))
+        .request();
+    assertThat(plain.getDisaggregation()).isEqualTo(io.kvrouter.api.v1.Disaggregation.DISAGGREGATION_AUTO);
+    WorkerRegistration reg = ((WorkerCommands.Register) parsed("register-worker", "--model", "m", "--worker", "w1",
+        "--max-batched-tokens", "1", "--kv-blocks", "1", "--block-size", "1", "--role", "prefill",
+        "--lora-adapters", "sql, chat")).request();
+    assertThat(reg.getRole()).isEqualTo(WorkerRole.WORKER_ROLE_PREFILL);
+    assertThat(reg.getLoraAdaptersList()).containsExactly("sql", "chat");
+  }
+
+  @Test
   void registerWorkerBuildsTheRegistration() {
     WorkerRegistration reg = ((WorkerCommands.Register) parsed("register-worker", "--model", "m", "--worker", "w1",
         "--dp-start", "2", "--dp-size", "4", "--max-batched-tokens", "8192", "--kv-blocks", "4096",
@@ -180,6 +196,7 @@ class CommandParsingTest {
             "--block-size", "0"},
         {"register-worker", "--model", "m", "--worker", "w", "--max-batched-tokens", "1", "--kv-blocks", "1",
             "--block-size", "16", "--role", "leader"},
+        {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--disaggregation", "halfway"},
         {"release", "--model", "m", "--request-id", "r"},                            // no --attempt
         {"release", "--model", "m", "--request-id", "r", "--attempt", "-3"},
         {"set-policy", "--model", "m"},                                              // nothing to set
