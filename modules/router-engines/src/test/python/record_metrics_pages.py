@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 MODEL = "org/llama-8b"
 
 
-def vllm_page(dp_size, block_size, num_gpu_blocks, legacy=False):
+def vllm_page(dp_size, block_size, num_gpu_blocks, legacy=False, lora=False):
     registry = CollectorRegistry()
     labels = ["model_name", "engine"]
     running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", labels,
@@ -62,6 +62,15 @@ def vllm_page(dp_size, block_size, num_gpu_blocks, legacy=False):
         prompt.labels(MODEL, e).inc(12_345)
         ttft.labels(MODEL, e).observe(0.07)
         info.labels(**cache_fields, engine=e).set(1)
+    if lora:
+        # PrometheusStatLogger with a lora_config: one series per label set, no engine label, the value the
+        # wall-clock time of the update; adapter names joined by "," (running and waiting adapters' keys)
+        lora_info = Gauge("vllm:lora_requests_info", "Running stats on lora requests.",
+                          ["max_lora", "waiting_lora_adapters", "running_lora_adapters"], registry=registry)
+        lora_info.labels(max_lora="4", waiting_lora_adapters="", running_lora_adapters="stale-adapter").set(
+            1_700_000_000.0)
+        lora_info.labels(max_lora="4", waiting_lora_adapters="chat", running_lora_adapters="sql,summarize").set(
+            1_700_000_060.5)
     return generate_latest(registry).decode()
 
 
@@ -101,6 +110,8 @@ PAGES = {
     "vllm-dp2.prom": ("vllm/v1/metrics/loggers.py", lambda: vllm_page(dp_size=2, block_size=32, num_gpu_blocks=9000)),
     "vllm-legacy.prom": ("vllm/v1/metrics/loggers.py (before the kv_cache_usage_perc and prefix_cache_* renames)",
                          lambda: vllm_page(dp_size=1, block_size=16, num_gpu_blocks=1000, legacy=True)),
+    "vllm-lora.prom": ("vllm/v1/metrics/loggers.py (with --enable-lora: vllm:lora_requests_info)",
+                       lambda: vllm_page(dp_size=2, block_size=16, num_gpu_blocks=1000, lora=True)),
     "sglang.prom": ("python/sglang/srt/metrics/collector.py",
                     lambda: sglang_page(dp_size=2, tp_size=2, max_total_num_tokens=400_000)),
 }

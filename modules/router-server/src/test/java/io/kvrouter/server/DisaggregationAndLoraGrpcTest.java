@@ -174,6 +174,23 @@ class DisaggregationAndLoraGrpcTest {
   }
 
   @Test
+  void anAdapterAReportNamesIsPreferredAndShownInTheState() {
+    String model = "lora-reported";
+    join(router.workers.register(worker(model, "x").build()));
+    join(router.workers.register(worker(model, "y").build()));
+    join(router.workers.reportLoad(io.kvrouter.api.v1.LoadReport.newBuilder().setModel(model).setWorkerId("y")
+        .addRanks(io.kvrouter.api.v1.RankLoadReport.newBuilder().setDpRank(0).addLoraAdapters("fresh")).build()));
+    for (int i = 0; i < 10; i++) {
+      assertThat(join(router.router.select(RouteRequest.newBuilder().setModel(model).setIslTokens(64)
+          .setLoraName("fresh").build())).getWorker().getWorkerId()).isEqualTo("y");
+    }
+    assertThat(rank(router.state(model), "y").getReported().getLoraAdaptersList()).containsExactly("fresh");
+    rejects(model, () -> router.workers.reportLoad(io.kvrouter.api.v1.LoadReport.newBuilder().setModel(model)
+        .setWorkerId("y").addRanks(io.kvrouter.api.v1.RankLoadReport.newBuilder().setDpRank(0)
+            .addLoraAdapters("")).build()), Status.Code.INVALID_ARGUMENT, "MALFORMED");
+  }
+
+  @Test
   void loraRequestsGoToWorkersWithTheAdapterAndTheStateShowsAdapters() {
     Set<String> chosen = new HashSet<>();
     for (int i = 0; i < 20; i++) {

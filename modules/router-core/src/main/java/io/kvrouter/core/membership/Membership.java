@@ -202,11 +202,13 @@ public final class Membership {
       if (report.decodeBlocks() < 0 || report.prefillTokens() < 0 || report.waitingRequests() < 0) {
         throw RoutingError.invalid(RoutingError.INVALID_SIZE, "reported loads must not be negative").toException();
       }
+      io.kvrouter.core.selection.RequestLimits.requireLoraAdapters(report.loraAdapters());
     }
     for (RankReport report : ranks) {
       Rank rank = worker.rank(report.dpRank());
       cells.get(rank).report(
-          new ReportedLoad(report.decodeBlocks(), report.prefillTokens(), report.waitingRequests(), nowMillis));
+          ReportedLoad.of(report.decodeBlocks(), report.prefillTokens(), report.waitingRequests(), nowMillis,
+              report.loraAdapters()));
       rankChanged(rank);
     }
   }

@@ -249,7 +249,7 @@ public final class SnapshotChunks {
 
   public static int rankRecordBytes(RankRecord record) {
     return HEADER + RECORD_KEYS + string(record.workerId()) + NUMBER + rankLoadBytes(record.booked())
-        + (record.reported() == null ? SMALL : HEADER + REPORTED_KEYS + 4 * NUMBER);
+        + (record.reported() == null ? SMALL : HEADER + REPORTED_KEYS + 4 * NUMBER + adapterBytes(record.reported()));
   }
 
   private static int rankBytes(Rank rank) {
@@ -266,6 +266,14 @@ public final class SnapshotChunks {
     }
     return HEADER + SELECTION_KEYS + rankBytes(s.rank()) + string(s.endpoint()) + string(s.region())
         + 4 * NUMBER + rankLoadBytes(s.load()) + string(s.policy()) + selectionBytes(s.decode());
+  }
+
+  private static int adapterBytes(ReportedLoad reported) {
+    int size = HEADER;
+    for (String adapter : reported.loraAdapters()) {
+      size += string(adapter);
+    }
+    return size;
   }
 
   private static int string(String value) {

@@ -1,10 +1,11 @@
 package io.kvrouter.core.selection;
 
-import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.load.ReportedLoad;
 
 /**
  * Narrows a selection's candidates to the workers that can serve a request's LoRA adapter, as Dynamo's LoRA filter
- * does: the workers that have it loaded when some candidate does; else (a cold adapter) the one candidate worker with
+ * does: the ranks that have it loaded (declared at registration, or named in the rank's last load report: an engine
+ * connector reads vLLM's {@code vllm:lora_requests_info}) when some candidate does; else (a cold adapter) the one candidate worker with
  * the highest rendezvous weight for the adapter's name, so the first requests of a cold adapter all go to one worker
  * (every node computes the same weight, with no coordination) and it is loaded once. A pinned request is not
  * narrowed (the pin wins), and narrowing never empties the candidates: it only chooses among those projected.
@@ -20,19 +21,26 @@ public final class LoraPlacement {
     }
     boolean anyLoaded = false;
     for (int i = 0; i < c.size() && !anyLoaded; i++) {
-      anyLoaded = isLoaded(view.rankWorker(c.rankIndex(i)), adapter);
+      anyLoaded = isLoaded(view, c.rankIndex(i), adapter);
     }
     if (anyLoaded) {
-      c.retain(rank -> isLoaded(view.rankWorker(rank), adapter), FilterReason.LORA_NOT_LOADED);
+      c.retain(rank -> isLoaded(view, rank, adapter), FilterReason.LORA_NOT_LOADED);
       return;
     }
     String placed = coldWorker(view, adapter, c);
     c.retain(rank -> view.rankWorker(rank).workerId().equals(placed), FilterReason.LORA_COLD_PLACEMENT);
   }
 
-  /** Whether {@code worker} has {@code adapter} loaded (declared at registration). */
-  public static boolean isLoaded(WorkerConfig worker, String adapter) {
-    return worker.hasLoraAdapter(adapter);
+  /**
+   * Whether the view's rank {@code rankIndex} has {@code adapter} loaded: its worker declared it at registration,
+   * or the rank's last load report names it.
+   */
+  public static boolean isLoaded(SelectionView view, int rankIndex, String adapter) {
+    if (view.rankWorker(rankIndex).hasLoraAdapter(adapter)) {
+      return true;
+    }
+    ReportedLoad reported = view.cell(rankIndex).reported();
+    return reported != null && reported.loraAdapters().contains(adapter);
   }
 
   /** The candidate worker a cold {@code adapter} is placed on: the highest rendezvous weight, ties by worker id. */

@@ -174,8 +174,13 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     }
     requireLength("endpoint", config.endpoint(), MAX_ENDPOINT_LENGTH);
     requireLength("region", config.region(), MAX_ID_LENGTH);
-    requireCount("lora_adapters", config.loraAdapters().size(), MAX_LORA_ADAPTERS);
-    for (String adapter : config.loraAdapters()) {
+    requireLoraAdapters(config.loraAdapters());
+  }
+
+  /** A list of LoRA adapter names (a registration's or a load report's): at most 1,024, each 1 to 256 characters. */
+  public static void requireLoraAdapters(java.util.Collection<String> adapters) {
+    requireCount("lora_adapters", adapters.size(), MAX_LORA_ADAPTERS);
+    for (String adapter : adapters) {
       if (adapter.isEmpty()) {
         throw RoutingError.invalid(RoutingError.MALFORMED, "a lora_adapters entry is empty").toException();
       }

@@ -117,6 +117,42 @@ class LoraPlacementTest {
   }
 
   @Test
+  void anAdapterAnEngineReportsServingCountsAsLoadedUntilItsNextReportDropsIt() {
+    AdmissionState state = fleet(worker("a"), worker("b"), worker("c"));
+    state.reportLoad("c", List.of(new io.kvrouter.core.membership.RankReport(0, 0, 0, 0, Set.of("chat"))));
+    for (int i = 0; i < 10; i++) {
+      assertThat(Selections.select(state, clock, lora("r" + i, "chat")).rank().workerId()).isEqualTo("c");
+    }
+    state.reportLoad("c", List.of(new io.kvrouter.core.membership.RankReport(0, 0, 0, 0)));
+    String cold = Selections.select(state, clock, lora("cold", "chat")).rank().workerId();
+    Candidates scratch = new Candidates();
+    Selector.select(state.view(), lora("cold", "chat"), scratch, clock.millis());
+    assertThat(scratch.filteredReason(0)).isEqualTo(FilterReason.LORA_COLD_PLACEMENT);
+    assertThat(cold).isEqualTo(LoraPlacement.coldWorker(state.view(), "chat", allOf(state)));
+  }
+
+  @Test
+  void aReportWithBadAdapterNamesIsRefusedAndChangesNothing() {
+    AdmissionState state = fleet(worker("a"));
+    var before = state.snapshot().workers().get(0).ranks().get(0).reported();
+    for (Set<String> bad : List.of(Set.of(""), Set.of("x".repeat(257)))) {
+      try {
+        state.reportLoad("a", List.of(new io.kvrouter.core.membership.RankReport(0, 1, 1, 1, bad)));
+        throw new AssertionError("accepted " + bad);
+      } catch (io.kvrouter.core.error.RoutingException e) {
+        assertThat(e.error().code()).isEqualTo(io.kvrouter.core.error.RoutingError.Code.INVALID_ARGUMENT);
+      }
+    }
+    assertThat(state.snapshot().workers().get(0).ranks().get(0).reported()).isEqualTo(before);
+  }
+
+  private Candidates allOf(AdmissionState state) {
+    Candidates all = new Candidates();
+    LoadProjection.projectWorkerLoads(state.view(), Requests.of("m", "r", 64), all, clock.millis());
+    return all;
+  }
+
+  @Test
   void rendezvousWeightsAreStable() {
     // fixed values: every node and every release must place a cold adapter on the same worker
     assertThat(LoraPlacement.rendezvousWeight("sql", "w1")).isEqualTo(8963548891845641033L);

@@ -19,9 +19,21 @@ public record EngineMetrics(Integer blockSize, Integer totalKvBlocks, List<RankM
    * @param kvUsage the fraction of the rank's KV cache held by running requests (0 to 1)
    * @param prefixQueriedTokens prompt tokens looked up in the prefix cache, cumulative (NaN if not served)
    * @param prefixHitTokens of those, tokens found cached, cumulative (NaN if not served)
+   * @param loraAdapters LoRA adapters with running or waiting requests (vLLM's {@code vllm:lora_requests_info})
    */
   public record RankMetrics(int rank, double running, double waiting, double kvUsage, double prefixQueriedTokens,
-      double prefixHitTokens) {}
+      double prefixHitTokens, java.util.Set<String> loraAdapters) {
+
+    public RankMetrics {
+      loraAdapters = loraAdapters == null ? java.util.Set.of() : java.util.Set.copyOf(loraAdapters);
+    }
+
+    /** A rank's figures without LoRA adapters. */
+    public RankMetrics(int rank, double running, double waiting, double kvUsage, double prefixQueriedTokens,
+        double prefixHitTokens) {
+      this(rank, running, waiting, kvUsage, prefixQueriedTokens, prefixHitTokens, null);
+    }
+  }
 
   public RankMetrics rank(int rank) {
     for (RankMetrics metrics : ranks) {
@@ -34,8 +46,8 @@ public record EngineMetrics(Integer blockSize, Integer totalKvBlocks, List<RankM
 
   /**
    * The equivalent of a {@code Workers.ReportLoad} for ranks [0, dpSize): decode blocks = KV usage × the rank's KV
-   * blocks, waiting requests as served; the pages carry no pending prefill tokens (0). A rank the page does not show
-   * reports nothing.
+   * blocks, waiting requests and LoRA adapters as served; the pages carry no pending prefill tokens (0). A rank the
+   * page does not show reports nothing.
    */
   public List<RankReport> reports(int dpSize, int totalKvBlocks) {
     List<RankReport> reports = new ArrayList<>(dpSize);
@@ -48,7 +60,7 @@ public record EngineMetrics(Integer blockSize, Integer totalKvBlocks, List<RankM
       long decodeBlocks = Math.round(usage * totalKvBlocks);
       int waiting = Double.isFinite(metrics.waiting()) ? (int) Math.max(0, Math.min(Integer.MAX_VALUE,
           Math.round(metrics.waiting()))) : 0;
-      reports.add(new RankReport(r, decodeBlocks, 0, waiting));
+      reports.add(new RankReport(r, decodeBlocks, 0, waiting, metrics.loraAdapters()));
     }
     return reports;
   }

@@ -14,7 +14,10 @@ import java.util.TreeMap;
  *       {@code vllm:kv_cache_usage_perc} (older: {@code vllm:gpu_cache_usage_perc}), {@code vllm:cache_config_info}
  *       (every CacheConfig field as a label: {@code block_size}, {@code num_gpu_blocks}), the prefix-cache counters
  *       {@code vllm:prefix_cache_queries_total} / {@code vllm:prefix_cache_hits_total} (older:
- *       {@code vllm:gpu_prefix_cache_*}); the {@code engine} label is the DP rank.</li>
+ *       {@code vllm:gpu_prefix_cache_*}), {@code vllm:lora_requests_info} (its value the time of the update, of
+ *       several series the latest; the adapters of its comma-separated {@code running_lora_adapters} and
+ *       {@code waiting_lora_adapters} labels are the ones the rank serves); the {@code engine} label is the DP
+ *       rank.</li>
  *   <li>SGLang ({@code python/sglang/srt/metrics/collector.py}, served with {@code --enable-metrics}):
  *       {@code sglang:num_running_reqs}, {@code sglang:num_queue_reqs}, {@code sglang:token_usage},
  *       {@code sglang:max_total_num_tokens} (tokens: divided by the page size for blocks),
@@ -32,8 +35,11 @@ public final class MetricsReader {
   private static final String V_HITS = "vllm:prefix_cache_hits_total";
   private static final String V_QUERIES_OLD = "vllm:gpu_prefix_cache_queries_total";
   private static final String V_HITS_OLD = "vllm:gpu_prefix_cache_hits_total";
+  private static final String V_LORA = "vllm:lora_requests_info";
+  /** The key of a LoRA series that names no engine. */
+  private static final int ALL_RANKS = -1;
   private static final Set<String> VLLM = Set.of(V_RUNNING, V_WAITING, V_USAGE, V_USAGE_OLD, V_CACHE_CONFIG,
-      V_QUERIES, V_HITS, V_QUERIES_OLD, V_HITS_OLD);
+      V_QUERIES, V_HITS, V_QUERIES_OLD, V_HITS_OLD, V_LORA);
 
   private static final String S_RUNNING = "sglang:num_running_reqs";
   private static final String S_WAITING = "sglang:num_queue_reqs";
@@ -56,6 +62,9 @@ public final class MetricsReader {
   private static final class Ranks {
     final TreeMap<Integer, double[]> byRank = new TreeMap<>();
     final TreeMap<Integer, Integer> tpOf = new TreeMap<>();
+    /** Per rank: the latest LoRA series' time (its value) and adapters. */
+    final TreeMap<Integer, Double> loraAt = new TreeMap<>();
+    final TreeMap<Integer, Set<String>> lora = new TreeMap<>();
 
     /** [running, waiting, usage, queries, hits, usage-from-old-name, queries-old, hits-old] */
     double[] of(int rank) {
@@ -69,7 +78,8 @@ public final class MetricsReader {
         double usage = Double.isNaN(v[2]) ? v[5] : v[2];
         double queries = Double.isNaN(v[3]) ? v[6] : v[3];
         double hits = Double.isNaN(v[4]) ? v[7] : v[4];
-        return new EngineMetrics.RankMetrics(e.getKey(), v[0], v[1], usage, queries, hits);
+        Set<String> adapters = lora.containsKey(e.getKey()) ? lora.get(e.getKey()) : lora.get(ALL_RANKS);
+        return new EngineMetrics.RankMetrics(e.getKey(), v[0], v[1], usage, queries, hits, adapters);
       }).toList();
     }
   }
@@ -90,6 +100,18 @@ public final class MetricsReader {
           configRank = rank;
           blockSize = positiveInt(s.labels().get("block_size"));
           totalKvBlocks = positiveInt(s.labels().get("num_gpu_blocks"));
+        }
+        continue;
+      }
+      if (s.name().equals(V_LORA)) {
+        // vLLM's gauge has no engine label (its LoRA metrics are per server): it then holds for every rank
+        rank = s.labels().containsKey("engine") ? rank : ALL_RANKS;
+        Double seen = ranks.loraAt.get(rank);
+        if (seen == null || s.value() > seen) {
+          ranks.loraAt.put(rank, s.value());
+          Set<String> adapters = new java.util.TreeSet<>(names(s.labels().get("running_lora_adapters")));
+          adapters.addAll(names(s.labels().get("waiting_lora_adapters")));
+          ranks.lora.put(rank, adapters);
         }
         continue;
       }
@@ -145,6 +167,22 @@ public final class MetricsReader {
     Integer totalKvBlocks = maxTokens == null || !(maxTokens >= pageSize) ? null
         : (int) Math.min(Integer.MAX_VALUE, (long) (maxTokens / pageSize));
     return new EngineMetrics(null, totalKvBlocks, ranks.metrics());
+  }
+
+  /** The names of a comma-separated label value, trimmed, empty ones dropped. */
+  private static List<String> names(String value) {
+    if (value == null || value.isBlank()) {
+      return List.of();
+    }
+    List<String> out = new java.util.ArrayList<>();
+    for (String part : value.split(",")) {
+      String name = part.trim();
+      if (!name.isEmpty() && name.length() <= io.kvrouter.core.selection.RequestLimits.MAX_ID_LENGTH
+          && out.size() < io.kvrouter.core.selection.RequestLimits.MAX_LORA_ADAPTERS) {
+        out.add(name);
+      }
+    }
+    return out;
   }
 
   /** The label as a rank: absent is 0, not a number is -1 (the sample is ignored). */

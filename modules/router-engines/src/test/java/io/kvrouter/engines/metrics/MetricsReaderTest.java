@@ -44,6 +44,18 @@ class MetricsReaderTest {
   }
 
   @Test
+  void vllmLoraGaugeGivesEveryRankTheLatestSeriesRunningAndWaitingAdapters() throws Exception {
+    EngineMetrics metrics = MetricsReader.read(EngineKind.VLLM, page("vllm-lora.prom"), null);
+    // the newer of the two series (by value: its update time); the gauge names no engine: it holds for every rank
+    assertThat(metrics.rank(0).loraAdapters()).containsExactlyInAnyOrder("sql", "summarize", "chat");
+    assertThat(metrics.rank(1).loraAdapters()).containsExactlyInAnyOrder("sql", "summarize", "chat");
+    assertThat(metrics.reports(2, 1000)).allSatisfy(report -> assertThat(report.loraAdapters())
+        .containsExactlyInAnyOrder("sql", "summarize", "chat"));
+    assertThat(MetricsReader.read(EngineKind.VLLM, page("vllm.prom"), null).rank(0).loraAdapters())
+        .as("no LoRA gauge: no adapters").isEmpty();
+  }
+
+  @Test
   void olderVllmNamesAreRead() throws Exception {
     EngineMetrics metrics = MetricsReader.read(EngineKind.VLLM, page("vllm-legacy.prom"), null);
     assertThat(metrics.totalKvBlocks()).isEqualTo(1000);

@@ -344,7 +344,8 @@ public final class ProtoMapping {
               .setDpRank(rank.dpRank())
               .setActiveDecodeBlocks(reported.decodeBlocks())
               .setActivePrefillTokens(reported.prefillTokens())
-              .setWaitingRequests(reported.waitingRequests()));
+              .setWaitingRequests(reported.waitingRequests())
+              .addAllLoraAdapters(reported.loraAdapters()));
         }
         w.addRanks(r);
       }

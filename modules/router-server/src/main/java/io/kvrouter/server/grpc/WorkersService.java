@@ -75,8 +75,11 @@ public final class WorkersService implements WorkersPowerApi {
       mapping.validate(in);
       List<RankReport> ranks = new ArrayList<>(in.getRanksCount());
       for (RankLoadReport r : in.getRanksList()) {
+        if (r.getLoraAdaptersCount() > io.kvrouter.core.selection.RequestLimits.MAX_LORA_ADAPTERS) {
+          io.kvrouter.core.selection.RequestLimits.requireLoraAdapters(r.getLoraAdaptersList());
+        }
         ranks.add(new RankReport(r.getDpRank(), r.getActiveDecodeBlocks(), r.getActivePrefillTokens(),
-            r.getWaitingRequests()));
+            r.getWaitingRequests(), java.util.Set.copyOf(r.getLoraAdaptersList())));
       }
       return cluster.client(in.getModel()).reportLoad(in.getWorkerId(), ranks, Deadlines.remaining(metadata))
           .thenApplyAsync(done -> LoadAck.newBuilder().setApplied(true).build(), SAME_THREAD);
