@@ -111,6 +111,23 @@ class DisaggregationAndLoraGrpcTest {
   }
 
   @Test
+  void theStateRouteShowsAPairsDecodeRankAndTheWorkersRolesAndAdapters() throws Exception {
+    Booking booking = join(router.router.book(request(PD, "pair-route").build()));
+    try {
+      var pd = router.managementGet("/models/state?model=" + PD);
+      assertThat(pd.statusCode()).isEqualTo(200);
+      assertThat(pd.body()).contains("\"decodeWorkerId\": \""
+          + booking.getSelection().getDecode().getWorker().getWorkerId() + "\"")
+          .contains("\"role\": \"WORKER_ROLE_PREFILL\"").contains("\"role\": \"WORKER_ROLE_DECODE\"");
+      var lora = router.managementGet("/models/state?model=" + LORA);
+      assertThat(lora.body()).containsPattern("\"loraAdapters\": \\[\\s*\"chat\",\\s*\"sql\"\\s*\\]");
+    } finally {
+      join(router.router.release(BookingRef.newBuilder().setModel(PD).setRequestId("pair-route")
+          .setAttempt(booking.getAttempt()).build()));
+    }
+  }
+
+  @Test
   void anExplainedSelectShowsBothHalves() {
     Selection selection = join(router.router.select(RouteRequest.newBuilder().setModel(PD).setIslTokens(100)
         .setExplain(true).build()));
