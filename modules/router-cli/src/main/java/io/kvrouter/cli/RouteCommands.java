@@ -74,7 +74,18 @@ final class RouteCommands {
     @Option(names = "--pinned", paramLabel = "W", description = "Route to this worker only.") String pinned;
     @Option(names = "--pinned-rank", paramLabel = "R", description = "With --pinned: this dp rank only.") Long pinnedRank;
     @Option(names = "--allowed", paramLabel = "W1,W2", description = "Only these workers are candidates.") String allowed;
-    @Option(names = "--priority", paramLabel = "N", description = "Request priority.") Integer priority;
+    @Option(names = "--excluded", paramLabel = "W1,W2", description = "These workers are never candidates.")
+    String excluded;
+    @Option(names = "--priority", paramLabel = "N",
+        description = "The admission queue's priority jump (FCFS: as if waited N s longer; WSPT: weight 1 + N).")
+    Integer priority;
+    @Option(names = "--strict-priority", paramLabel = "TIER",
+        description = "Book: the admission queue's strict tier, 0 to 65535 (a higher tier leaves first).")
+    Integer strictPriority;
+    @Option(names = "--policy-class", paramLabel = "CLASS",
+        description = "Book: the admission queue class or tenant family.") String policyClass;
+    @Option(names = "--retry", paramLabel = "N",
+        description = "Book: this send's retry number after a lost answer (0: the first send).") Integer retry;
     @Option(names = "--temperature", paramLabel = "T", description = "Override the policy's temperature.") Double temperature;
     @Option(names = "--overlap-credit", paramLabel = "C", description = "Override the overlap credit.") Double overlapCredit;
     @Option(names = "--prefill-load-scale", paramLabel = "S", description = "Override the prefill load scale.")
@@ -147,8 +158,23 @@ final class RouteCommands {
       if (allowed != null) {
         b.addAllAllowedWorkers(Args.parseNames(allowed));
       }
+      if (excluded != null) {
+        b.addAllExcludedWorkers(Args.parseNames(excluded));
+      }
       if (priority != null) {
         b.setPriority(priority);
+      }
+      if (strictPriority != null) {
+        b.setStrictPriority(strictPriority);
+      }
+      if (policyClass != null) {
+        b.setPolicyClass(policyClass);
+      }
+      if (retry != null) {
+        if (retry < 0) {
+          throw new IllegalArgumentException("--retry must be 0 or more");
+        }
+        b.setRetry(retry);
       }
       if (temperature != null || overlapCredit != null || prefillLoadScale != null) {
         Overrides.Builder o = Overrides.newBuilder();

@@ -1,6 +1,7 @@
 package io.kvrouter.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.grpc.Metadata;
 import io.grpc.Status;
@@ -53,6 +54,25 @@ class CommandParsingTest {
     assertThat(req.getOverrides().getOverlapCredit()).isEqualTo(2.0);
     assertThat(req.getOverrides().getPrefillLoadScale()).isEqualTo(1.5);
     assertThat(req.getScope()).isEqualTo(io.kvrouter.api.v1.Scope.SCOPE_GLOBAL);
+  }
+
+  @Test
+  void bookCarriesTheQueueFieldsExclusionsAndRetry() {
+    RouteRequest req = ((RouteCommands.Book) parsed("book", "--model", "m", "--tokens", "5", "--request-id", "r",
+        "--excluded", "w3,w4", "--priority", "2", "--strict-priority", "1", "--policy-class", "tenant-a",
+        "--retry", "1")).request();
+    assertThat(req.getExcludedWorkersList()).containsExactly("w3", "w4");
+    assertThat(req.getPriority()).isEqualTo(2);
+    assertThat(req.getStrictPriority()).isEqualTo(1);
+    assertThat(req.getPolicyClass()).isEqualTo("tenant-a");
+    assertThat(req.getRetry()).isEqualTo(1);
+  }
+
+  @Test
+  void aNegativeRetryIsRefused() {
+    RouteCommands.Book book = parsed("book", "--model", "m", "--tokens", "5", "--request-id", "r", "--retry", "-1");
+    assertThatThrownBy(book::request).isInstanceOf(picocli.CommandLine.ParameterException.class)
+        .hasMessageContaining("--retry");
   }
 
   @Test

@@ -29,7 +29,7 @@ public final class PartitionsCli {
    * that CI guards them without failing on the known defect. Add minority-owner, one-way and failover-partition here
    * once ownership is made safe.
    */
-  static final List<String> CI_SCENARIOS = List.of("majority-owner", "region-cut");
+  static final List<String> CI_SCENARIOS = List.of("majority-owner", "minority-owner", "region-cut");
 
   static class Common {
     @Option(names = "--clients-per-node", defaultValue = "8", description = "client loops per node (default 8)")

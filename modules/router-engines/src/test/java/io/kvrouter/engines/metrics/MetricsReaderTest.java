@@ -34,6 +34,19 @@ class MetricsReaderTest {
     assertThat(metrics.reports(1, 28800)).containsExactly(new RankReport(0, 7200, 0, 1));
   }
 
+  /** A page vLLM 0.32.0 (its CPU build, serving kvrouter-tiny with block size 32) served, as it served it. */
+  @Test
+  void aPageVllmItselfServedIsRead() throws Exception {
+    EngineMetrics metrics = MetricsReader.read(EngineKind.VLLM, page("vllm-0.32.0-cpu.prom"), null);
+    assertThat(metrics.blockSize()).isEqualTo(32);
+    assertThat(metrics.totalKvBlocks()).isEqualTo(65536);
+    EngineMetrics.RankMetrics rank = metrics.rank(0);
+    assertThat(rank.running()).isZero();
+    assertThat(rank.waiting()).isZero();
+    assertThat(rank.prefixQueriedTokens()).isEqualTo(280.0);
+    assertThat(rank.prefixHitTokens()).isEqualTo(128.0);
+  }
+
   @Test
   void vllmDataParallelRanksComeFromTheEngineLabel() throws Exception {
     EngineMetrics metrics = MetricsReader.read(EngineKind.VLLM, page("vllm-dp2.prom"), null);
