@@ -50,6 +50,12 @@ final class Forwarding {
   /** A response produced but whose body the server never started (its client had gone): released after this. */
   private static final long BODY_START_GRACE_MS = 10_000;
   private static final ByteString DONE = ByteString.fromString("data: [DONE]\n\n");
+  /**
+   * Continuations of Pekko's stages run on the thread that completed them: a Java stage of a Scala future runs a
+   * plain continuation ({@code whenComplete}) on the common pool, a thread hand-off per stage (docs/architecture.md,
+   * "The JDK common pool on small hosts"). Each one here is a few cheap calls that never block.
+   */
+  private static final java.util.concurrent.Executor SAME_THREAD = Runnable::run;
 
   /** Why an attempt failed before its first byte. */
   private record AttemptFailure(String reason, FrontError error) {}
@@ -69,7 +75,7 @@ final class Forwarding {
 
   private final FrontContext ctx;
   private final ClientRequest request;
-  private final byte[] body;
+  private final ByteString body;
   private final HttpRequest incoming;
   private final long arrivalNanos;
   private final String clientId;
@@ -80,11 +86,13 @@ final class Forwarding {
   private final AtomicLong bytesOut = new AtomicLong();
   private final AtomicBoolean finished = new AtomicBoolean();
   private final AtomicBoolean bodyStarted = new AtomicBoolean();
+  /** The {@link #guardBody} timer, cancelled when the server starts the body. */
+  private volatile ScheduledFuture<?> bodyGuard;
   private volatile String outcome;
   private volatile String workerServed;
   private volatile String bookingServed;
 
-  Forwarding(FrontContext ctx, ClientRequest request, byte[] body, HttpRequest incoming, long arrivalNanos) {
+  Forwarding(FrontContext ctx, ClientRequest request, ByteString body, HttpRequest incoming, long arrivalNanos) {
     this.ctx = ctx;
     this.request = request;
     this.body = body;
@@ -175,7 +183,7 @@ final class Forwarding {
           + "cannot reach: " + RoutingError.echo(booked.endpoint()), null, 0))));
       return first.handle((ok, failure) -> afterFirst(booked, null, failure)).thenCompose(s -> s);
     }
-    ctx.engines().send(out).whenComplete((response, failure) -> {
+    ctx.engines().send(out).whenCompleteAsync((response, failure) -> {
       if (failure != null) {
         first.completeExceptionally(new Failed(connectFailure(booked, unwrap(failure))));
         return;
@@ -196,7 +204,7 @@ final class Forwarding {
       response.entity().getDataBytes()
           .prefixAndTail(1)
           .runWith(Sink.head(), ctx.materializer())
-          .whenComplete((split, error) -> {
+          .whenCompleteAsync((split, error) -> {
             if (error != null) {
               first.completeExceptionally(new Failed(connectFailure(booked, unwrap(error))));
             } else if (split.first().isEmpty() && !passThrough) {
@@ -209,8 +217,8 @@ final class Forwarding {
                 passThrough))) {
               split.second().runWith(Sink.cancelled(), ctx.materializer()); // timed out meanwhile
             }
-          });
-    });
+          }, SAME_THREAD);
+    }, SAME_THREAD);
     return first.handle((ok, failure) -> {
       timer.cancel(false);
       return afterFirst(booked, ok, failure);
@@ -318,12 +326,16 @@ final class Forwarding {
     Source<ByteString, NotUsed> all = Source.single(first.first()).concat(rest)
         .watchTermination((mat, termination) -> {
           bodyStarted.set(true);
-          termination.whenComplete((doneOk, failure) -> {
+          ScheduledFuture<?> guard = bodyGuard;
+          if (guard != null) {
+            guard.cancel(false);
+          }
+          termination.whenCompleteAsync((doneOk, failure) -> {
             if (failure != null && outcome == null) {
               outcome = "client_gone";
             }
             complete(first.response().status().intValue());
-          });
+          }, SAME_THREAD);
           return mat;
         });
     HttpResponse engine = first.response();
@@ -365,7 +377,7 @@ final class Forwarding {
    */
   private HttpResponse guardBody(HttpResponse response) {
     if (!finished.get()) {
-      ctx.timers().schedule(() -> {
+      bodyGuard = ctx.timers().schedule(() -> {
         if (!bodyStarted.get() && !finished.get()) {
           outcome = "client_gone_before_body";
           complete(response.status().intValue());
