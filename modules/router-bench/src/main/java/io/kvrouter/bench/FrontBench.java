@@ -88,6 +88,9 @@ public final class FrontBench implements Callable<Integer> {
   @Option(names = "--compare-label", defaultValue = "before", description = "the label of --compare-checkout's "
       + "targets")
   String compareLabel;
+  @Option(names = "--compare-java-opts", defaultValue = "", description = "JVM options added to the nodes of "
+      + "--compare-checkout only (with --compare-checkout . : the same build with other settings)")
+  String compareJavaOpts;
   @Option(names = "--baseline", defaultValue = "direct", description = "the target the others' \"added\" figures "
       + "are measured against")
   String baseline;
@@ -233,7 +236,8 @@ public final class FrontBench implements Callable<Integer> {
     if (compareCheckout != null && name.endsWith("@" + compareLabel)) {
       String mode = name.substring(0, name.length() - compareLabel.length() - 1);
       if (mode.equals("kvrouter-tokens") || mode.equals("kvrouter-approximate")) {
-        return kvrouter(name, engineUrls, mode.equals("kvrouter-tokens"), Map.of(), compareCheckout.toAbsolutePath());
+        return kvrouter(name, engineUrls, mode.equals("kvrouter-tokens"), Map.of(),
+            compareCheckout.toAbsolutePath().normalize(), true);
       }
     }
     return switch (name) {
@@ -258,12 +262,15 @@ public final class FrontBench implements Callable<Integer> {
 
   private Target kvrouter(String name, List<String> engineUrls, boolean tokens, Map<String, String> extra)
       throws Exception {
-    return kvrouter(name, engineUrls, tokens, extra, root);
+    return kvrouter(name, engineUrls, tokens, extra, root, false);
   }
 
-  /** A kvrouter node run from {@code checkout}'s bin/kvrouter (this repository's, or --compare-checkout's). */
+  /**
+   * A kvrouter node run from {@code checkout}'s bin/kvrouter: this repository's, or ({@code compare}) that of
+   * --compare-checkout with --compare-java-opts.
+   */
   private Target kvrouter(String name, List<String> engineUrls, boolean tokens, Map<String, String> extra,
-      Path checkout) throws Exception {
+      Path checkout, boolean compare) throws Exception {
     int grpc = freePort();
     int http = freePort();
     Map<String, String> env = new LinkedHashMap<>();
@@ -274,8 +281,11 @@ public final class FrontBench implements Callable<Integer> {
     env.put("KVROUTER_EPP_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_EPP_HEALTH_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_LOG_LEVEL", "WARN");
-    env.put("KVROUTER_JAVA_OPTS", ("-Xms512m -Xmx1g " + kvrouterJavaOpts.replace("{name}", name)).strip());
-    String how = (checkout.equals(root) ? "" : checkout + "/") + "bin/kvrouter, kv policy, approximate index from its own Books (no KV events)";
+    String opts = "-Xms512m -Xmx1g " + kvrouterJavaOpts + (compare ? " " + compareJavaOpts : "");
+    env.put("KVROUTER_JAVA_OPTS", opts.replace("{name}", name).strip());
+    String how = (checkout.equals(root) ? "" : checkout + "/") + "bin/kvrouter"
+        + (!compare || compareJavaOpts.isBlank() ? "" : " (JVM options " + compareJavaOpts + ")")
+        + ", kv policy, approximate index from its own Books (no KV events)";
     if (tokens) {
       Path models = logs.resolve("models.yaml");
       Files.writeString(models, "models:\n  - name: " + MODEL + "\n    tokenizer: "

@@ -33,7 +33,6 @@ import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
-import org.apache.pekko.japi.pf.PFBuilder;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -294,50 +293,56 @@ final class Forwarding {
       ctx.metrics().timeToFirstToken(request.model(), firstByteNanos - arrivalNanos);
     }
     boolean sse = request.stream() && !first.passThrough();
-    AtomicLong last = new AtomicLong(firstByteNanos);
-    Source<ByteString, NotUsed> rest = first.rest()
-        .idleTimeout(ctx.settings().idleTimeout())
-        .map(chunk -> {
-          long now = System.nanoTime();
-          if (sse) {
-            ctx.metrics().interToken(request.model(), now - last.getAndSet(now));
-          }
-          bytesOut.addAndGet(chunk.size());
-          return chunk;
-        })
-        .recoverWithRetries(1, new PFBuilder<Throwable, org.apache.pekko.stream.Graph<
-            org.apache.pekko.stream.SourceShape<ByteString>, NotUsed>>()
-            .match(Throwable.class, failure -> {
-              booking.brokeAfterStart();
-              outcome = failure instanceof TimeoutException ? "idle_timeout" : "engine_failed_mid_stream";
-              if (!sse) {
-                return Source.failed(failure);
-              }
-              FrontError error = failure instanceof TimeoutException
-                  ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + booked.workerId()
-                      + " sent nothing for " + ctx.settings().idleTimeout().toMillis() + " ms", null, 0)
-                  : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
-                      + " failed mid-stream: " + RoutingError.truncate(String.valueOf(failure.getMessage()), 200),
-                      null, 0);
-              return Source.from(List.of(ByteString.fromArray(error.sseEvent()), DONE));
-            })
-            .build());
     bytesOut.addAndGet(first.first().size());
-    Source<ByteString, NotUsed> all = Source.single(first.first()).concat(rest)
-        .watchTermination((mat, termination) -> {
-          bodyStarted.set(true);
-          ScheduledFuture<?> guard = bodyGuard;
-          if (guard != null) {
-            guard.cancel(false);
+    int status = first.response().status().intValue();
+    Source<ByteString, NotUsed> all = first.rest()
+        .idleTimeout(ctx.settings().idleTimeout())
+        .via(new AnswerStream(first.first(), new AnswerStream.Listener() {
+          private long last = firstByteNanos;
+
+          @Override
+          public void started() {
+            bodyStarted.set(true);
+            ScheduledFuture<?> guard = bodyGuard;
+            if (guard != null) {
+              guard.cancel(false);
+            }
           }
-          termination.whenCompleteAsync((doneOk, failure) -> {
+
+          @Override
+          public void chunk(ByteString chunk) {
+            long now = System.nanoTime();
+            if (sse) {
+              ctx.metrics().interToken(request.model(), now - last);
+            }
+            last = now;
+            bytesOut.addAndGet(chunk.size());
+          }
+
+          @Override
+          public List<ByteString> failed(Throwable failure) {
+            booking.brokeAfterStart();
+            outcome = failure instanceof TimeoutException ? "idle_timeout" : "engine_failed_mid_stream";
+            if (!sse) {
+              return null;
+            }
+            FrontError error = failure instanceof TimeoutException
+                ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + booked.workerId()
+                    + " sent nothing for " + ctx.settings().idleTimeout().toMillis() + " ms", null, 0)
+                : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
+                    + " failed mid-stream: " + RoutingError.truncate(String.valueOf(failure.getMessage()), 200),
+                    null, 0);
+            return List.of(ByteString.fromArray(error.sseEvent()), DONE);
+          }
+
+          @Override
+          public void ended(Throwable failure) {
             if (failure != null && outcome == null) {
               outcome = "client_gone";
             }
-            complete(first.response().status().intValue());
-          }, SAME_THREAD);
-          return mat;
-        });
+            complete(status);
+          }
+        }));
     HttpResponse engine = first.response();
     ContentType type = engine.entity().getContentType();
     Optional<Long> length = engine.entity().getContentLengthOption().isPresent()
