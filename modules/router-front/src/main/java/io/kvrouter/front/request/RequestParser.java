@@ -7,6 +7,7 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.RequestLimits;
@@ -22,7 +23,8 @@ import java.util.Map;
  * the prompt's shape when tokenizing); everything else is the engine's to validate.
  */
 public final class RequestParser {
-  private final ObjectMapper json;
+  /** The mapper's reader for an untyped body, built once (a request does not look its deserializer up). */
+  private final ObjectReader json;
   private final int maxClientIdLength;
 
   public RequestParser(int maxJsonDepth, long maxBodyBytes, int maxClientIdLength) {
@@ -34,10 +36,11 @@ public final class RequestParser {
             .build())
         .disable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
         .build();
-    this.json = JsonMapper.builder(factory)
+    ObjectMapper mapper = JsonMapper.builder(factory)
         .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
         .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
         .build();
+    this.json = mapper.readerFor(Object.class);
     this.maxClientIdLength = maxClientIdLength;
   }
 
@@ -71,7 +74,7 @@ public final class RequestParser {
   private Map<String, Object> parseBody(byte[] body) {
     Object value;
     try {
-      value = json.readValue(body, Object.class);
+      value = json.readValue(body);
     } catch (JsonProcessingException e) {
       throw FrontError.badRequest(FrontError.MALFORMED_JSON, "the body is not valid JSON: "
           + RoutingError.truncate(e.getOriginalMessage(), 200)).toException();
