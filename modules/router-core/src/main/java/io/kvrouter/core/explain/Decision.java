@@ -127,7 +127,19 @@ public final class Decision {
 
   /** The terms the policy's scorer added up into candidate k's cost (none for policies that ignore cost). */
   private Map<String, Double> costTerms(PolicyConfig policy, Recorded c, int k) {
-    return policy.policy().scorer().terms(Selector.scoring(policy, request, view.blockSize()), c, k);
+    Map<String, Double> terms = policy.policy().scorer().terms(Selector.scoring(policy, request, view.blockSize()), c, k);
+    io.kvrouter.core.selection.SessionAffinity session = request.session();
+    if (session != null && session.boundRank() != null && view.rank(ints[k * INTS]).equals(session.boundRank())) {
+      // a soft session binding: what the preference took off the scorer's cost (Selector.preferBoundRank)
+      double scored = 0;
+      for (double term : terms.values()) {
+        scored += term;
+      }
+      Map<String, Double> withAffinity = new java.util.LinkedHashMap<>(terms);
+      withAffinity.put("session_affinity", costs[k] - scored);
+      return withAffinity;
+    }
+    return terms;
   }
 
   /** The recorded arrays as the scorers read candidates, so the terms come from the scorer's own code. */
