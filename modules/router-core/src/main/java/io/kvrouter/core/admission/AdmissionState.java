@@ -332,9 +332,6 @@ public final class AdmissionState implements ReplicationSender.Source {
 
   public Registered register(WorkerConfig config) {
     Registered registered = membership.register(config);
-    // a worker registered again with fewer ranks: the sessions bound to the ranks it no longer has are bound afresh
-    sessions.invalidateIf(binding -> binding.rank().workerId().equals(config.workerId())
-        && membership.cell(binding.rank()) == null);
     dispatch(Trigger.WORKER_ADDED); // a new worker, or a new config of one (more capacity), may let Books go
     return registered;
   }
@@ -449,7 +446,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     try {
       SelectionRequest admissible = admissible(request);
       if (binding != null && membership.cell(binding.rank()) == null) {
-        sessions.invalidate(session.sessionId()); // its rank is gone (cannot happen once its worker left: see deregister)
+        sessions.invalidate(session.sessionId()); // its rank is gone (deregister ends its worker's bindings already)
         left = binding.rank();
         binding = null;
       }
