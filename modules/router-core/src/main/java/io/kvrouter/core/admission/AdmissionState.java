@@ -1,5 +1,6 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.membership.Membership;
 import io.kvrouter.core.membership.RankRecord;
 import io.kvrouter.core.membership.RankReport;
@@ -439,7 +440,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     SelectionView view = view();
     SessionConfig sessionConfig = membership.policy().session();
     SessionAffinity session = sessionConfig.enabled() ? request.session() : null;
-    SessionAffinity.Mode mode = session == null ? null : sessionConfig.modeFor(session.mode());
+    SessionMode mode = session == null ? null : sessionConfig.modeFor(session.mode());
     SessionBinding binding = session == null ? null : sessions.live(session.sessionId(), now);
     Rank left = null; // the rank of a binding found invalid before selection
     SelectionResult selection;
@@ -456,7 +457,7 @@ public final class AdmissionState implements ReplicationSender.Source {
             + "' is recovering its admission state: the worker session '" + RoutingError.echo(session.sessionId())
             + "' is bound to has not reported load since; retry shortly").toException();
       }
-      if (binding != null && mode == SessionAffinity.Mode.HARD && admissible.pinnedWorker() == null) {
+      if (binding != null && mode == SessionMode.HARD && admissible.pinnedWorker() == null) {
         try {
           selection = select(view, admissible.withPinnedRank(binding.rank()), now, wait);
         } catch (RoutingException e) {
@@ -468,7 +469,7 @@ public final class AdmissionState implements ReplicationSender.Source {
           binding = null;
           selection = select(view, admissible, now, wait);
         }
-      } else if (binding != null && mode == SessionAffinity.Mode.SOFT) {
+      } else if (binding != null && mode == SessionMode.SOFT) {
         selection = select(view, admissible.withSession(session.preferring(binding.rank(),
             sessionConfig.softFactor())), now, wait);
       } else {

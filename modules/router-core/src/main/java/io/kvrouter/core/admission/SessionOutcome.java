@@ -1,7 +1,7 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.model.Rank;
-import io.kvrouter.core.selection.SessionAffinity;
 
 /**
  * What a Book did to its session's binding: {@code BOUND} (the session had none: bound to the booked rank),
@@ -10,6 +10,6 @@ import io.kvrouter.core.selection.SessionAffinity;
  *
  * @param mode the mode the Book ran in (the request's, else the model's)
  */
-public record SessionOutcome(String sessionId, SessionAffinity.Mode mode, Kind kind, Rank previous) {
+public record SessionOutcome(String sessionId, SessionMode mode, Kind kind, Rank previous) {
   public enum Kind { BOUND, KEPT, REBOUND }
 }

@@ -1,9 +1,9 @@
 package io.kvrouter.core.policy;
 
+import io.kvrouter.core.model.SessionMode;
 import static io.kvrouter.core.policy.PolicyParameters.bad;
 import static io.kvrouter.core.policy.PolicyParameters.requiredLong;
 
-import io.kvrouter.core.selection.SessionAffinity;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -18,7 +18,7 @@ import java.util.Map;
  * @param maxBindings at most this many bindings per model ({@code session_max_bindings}, 1 to
  *     {@link #MAX_BINDINGS_LIMIT}): binding one more ends the least recently used one
  */
-public record SessionConfig(long idleTtlMillis, SessionAffinity.Mode mode, double softFactor, int maxBindings) {
+public record SessionConfig(long idleTtlMillis, SessionMode mode, double softFactor, int maxBindings) {
   public static final String SESSION_TTL_MS = "session_ttl_ms";
   public static final String SESSION_MODE = "session_mode";
   public static final String SESSION_SOFT_FACTOR = "session_soft_factor";
@@ -28,15 +28,15 @@ public record SessionConfig(long idleTtlMillis, SessionAffinity.Mode mode, doubl
   /** At most one year, as Dynamo's TTL. */
   public static final long MAX_TTL_MILLIS = 365L * 24 * 3600 * 1000;
 
-  public static final SessionConfig DEFAULTS = new SessionConfig(600_000, SessionAffinity.Mode.SOFT, 0.5, 100_000);
+  public static final SessionConfig DEFAULTS = new SessionConfig(600_000, SessionMode.SOFT, 0.5, 100_000);
 
   public boolean enabled() {
     return idleTtlMillis > 0;
   }
 
   /** The mode a request asking for {@code asked} gets. */
-  public SessionAffinity.Mode modeFor(SessionAffinity.Mode asked) {
-    return asked == null || asked == SessionAffinity.Mode.DEFAULT ? mode : asked;
+  public SessionMode modeFor(SessionMode asked) {
+    return asked == null || asked == SessionMode.DEFAULT ? mode : asked;
   }
 
   public Map<String, String> parameters() {
@@ -56,8 +56,8 @@ public record SessionConfig(long idleTtlMillis, SessionAffinity.Mode mode, doubl
       throw bad(SESSION_TTL_MS, ttlText, "milliseconds from 0 (off) to " + MAX_TTL_MILLIS);
     }
     String modeText = p.getOrDefault(SESSION_MODE, DEFAULTS.mode.wireName());
-    SessionAffinity.Mode mode = SessionAffinity.Mode.fromWireName(modeText);
-    if (mode == null || mode == SessionAffinity.Mode.DEFAULT) {
+    SessionMode mode = SessionMode.fromWireName(modeText);
+    if (mode == null || mode == SessionMode.DEFAULT) {
       throw bad(SESSION_MODE, modeText, "soft or hard");
     }
     String factorText = p.getOrDefault(SESSION_SOFT_FACTOR, Double.toString(DEFAULTS.softFactor));
