@@ -313,6 +313,11 @@ public final class AdmissionState implements ReplicationSender.Source {
         sessions.all(), maxChunkBytes);
   }
 
+  /** The session bindings, least recently used first. */
+  public List<SessionBinding> sessionBindings() {
+    return sessions.all();
+  }
+
   /** The ledger's bookings and highest attempt, e.g. to hand a later incarnation its attempt floor. */
   public LedgerSnapshot ledgerSnapshot() {
     return ledger.snapshot();
