@@ -278,6 +278,22 @@ class GrpcBadInputTest {
             .addBlockHashes(1))).build()), Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
   }
 
+  /** A session mode the contract does not define, a session id too long, session parameters out of range. */
+  @Test
+  void badSessionInput() {
+    rejects(() -> router.router.book(select().setRequestId("mode-99").setSessionId("s").setSessionModeValue(99)
+        .build()), Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.router.select(select().setSessionId("s").setSessionModeValue(7).build()),
+        Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.router.book(select().setRequestId("long-session").setSessionId("s".repeat(257)).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    for (String[] bad : new String[][] {{"session_max_bindings", "1000001"}, {"session_max_bindings", "0"},
+        {"session_mode", "sticky"}, {"session_ttl_ms", "-5"}, {"session_soft_factor", "2"}}) {
+      rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL)
+          .putParameters(bad[0], bad[1]).build()), Status.Code.INVALID_ARGUMENT, "INVALID_POLICY_PARAMETER");
+    }
+  }
+
   @Test
   void anEmptyWorkerIdIsTheSameErrorForRegisterAndDeregister() {
     rejects(() -> router.workers.register(worker(MODEL, "").build()), Status.Code.INVALID_ARGUMENT,

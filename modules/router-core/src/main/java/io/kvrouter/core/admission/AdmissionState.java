@@ -486,7 +486,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     SessionOutcome outcome = null;
     if (session != null) {
       sessions.bind(session.sessionId(), selection.rank(), now, sessionConfig.idleTtlMillis(),
-          sessionConfig.maxBindings());
+          sessionConfig.maxBindings(), left != null);
       Rank previous = binding != null ? binding.rank() : left;
       SessionOutcome.Kind kind = previous == null ? SessionOutcome.Kind.BOUND
           : previous.equals(selection.rank()) ? SessionOutcome.Kind.KEPT : SessionOutcome.Kind.REBOUND;

@@ -27,7 +27,10 @@ public final class SessionBindings {
   private long evicted;
   private long invalidated;
 
-  /** The counters an operator reads: bindings made, moved to another rank, ended by TTL, LRU, invalidation. */
+  /**
+   * The counters an operator reads: sessions bound afresh, moved to another rank (soft or hard), bindings ended by
+   * the TTL, by the bound (LRU), found invalid (worker removed, hard rank not eligible).
+   */
   public record Counters(long bound, long rebound, long expired, long evicted, long invalidated) {}
 
   void replicateTo(ReplicationLog replicationLog) {
@@ -65,8 +68,12 @@ public final class SessionBindings {
    * Binds the session to {@code rank} for {@code ttlMillis} from now, or refreshes its binding to the same rank; a
    * binding to another rank is replaced (counted rebound). A new session beyond {@code maxBindings} ends the least
    * recently used binding first. Returns the binding it replaced, or null.
+   *
+   * @param afterInvalid the session's binding was just found invalid ({@link #invalidate}): this binding replaces
+   *     it (counted rebound, not bound)
    */
-  SessionBinding bind(String sessionId, Rank rank, long nowMillis, long ttlMillis, int maxBindings) {
+  SessionBinding bind(String sessionId, Rank rank, long nowMillis, long ttlMillis, int maxBindings,
+      boolean afterInvalid) {
     SessionBinding previous = bindings.get(sessionId);
     long boundAt = previous != null && previous.rank().equals(rank) ? previous.boundAtMillis() : nowMillis;
     if (previous == null) {
@@ -77,7 +84,11 @@ public final class SessionBindings {
         ended(victim);
         evicted++;
       }
-      bound++;
+      if (afterInvalid) {
+        rebound++;
+      } else {
+        bound++;
+      }
     } else if (!previous.rank().equals(rank)) {
       rebound++;
     }

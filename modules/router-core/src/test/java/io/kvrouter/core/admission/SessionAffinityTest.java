@@ -129,6 +129,8 @@ class SessionAffinityTest {
     assertThat(moved.session().kind()).isEqualTo(SessionOutcome.Kind.REBOUND);
     assertThat(moved.session().previous()).isEqualTo(bound);
     assertThat(state.snapshot().sessions().counters().invalidated()).isEqualTo(1);
+    assertThat(state.snapshot().sessions().counters().rebound()).isEqualTo(1);
+    assertThat(state.snapshot().sessions().counters().bound()).isEqualTo(1);
     // the new binding holds from now on, the old rank eligible again or not
     assertThat(book("s", SessionMode.HARD).selection().rank()).isEqualTo(moved.selection().rank());
 
