@@ -474,6 +474,18 @@ public final class AdmissionState implements ReplicationSender.Source {
           binding = null;
           selection = select(view, admissible, now, wait);
         }
+      } else if (binding != null && mode == SessionMode.SOFT && admissible.pinnedWorker() == null
+          && membership.policy().policy().scorer() == io.kvrouter.core.policy.Scorer.NONE) {
+        // a policy that weighs no cost (round_robin, random): the preference is to keep the bound rank while it is
+        // eligible, else the policy's pick (rebound)
+        try {
+          selection = select(view, admissible.withPinnedRank(binding.rank()), now, wait);
+        } catch (RoutingException e) {
+          if (RoutingError.RECOVERING.equals(e.error().reason())) {
+            throw e;
+          }
+          selection = select(view, admissible, now, wait);
+        }
       } else if (binding != null && mode == SessionMode.SOFT) {
         selection = select(view, admissible.withSession(session.preferring(binding.rank(),
             sessionConfig.softFactor())), now, wait);

@@ -109,6 +109,18 @@ class SessionAffinityTest {
   }
 
   @Test
+  void underAPolicyThatWeighsNoCostASoftBindingIsKeptWhileItsRankIsEligible() {
+    state.setPolicy("round_robin", Map.of());
+    Rank bound = book("s", SessionMode.SOFT).selection().rank();
+    for (int i = 0; i < 4; i++) {
+      assertThat(book("s", SessionMode.SOFT).selection().rank()).isEqualTo(bound);
+    }
+    BookingAnswer moved = book(request("s", SessionMode.SOFT).withExcludedWorkers(Set.of(bound.workerId())));
+    assertThat(moved.session().kind()).isEqualTo(SessionOutcome.Kind.REBOUND);
+    assertThat(moved.session().previous()).isEqualTo(bound);
+  }
+
+  @Test
   void aHardBindingKeepsItsRankWhateverTheLoad() {
     Rank bound = book("s", SessionMode.HARD).selection().rank();
     String other = bound.workerId().equals("a") ? "b" : "a";
