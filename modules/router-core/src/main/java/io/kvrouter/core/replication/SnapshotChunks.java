@@ -286,7 +286,10 @@ public final class SnapshotChunks {
     int size = HEADER + VIEW_KEYS + string(view.model()) + 2 * NUMBER + string(view.policy()) + HEADER + HEADER;
     for (WorkerConfig worker : view.workers()) {
       size += HEADER + WORKER_KEYS + string(worker.workerId()) + 5 * NUMBER + string(worker.endpoint())
-          + string(worker.region()) + string(worker.role().name());
+          + string(worker.region()) + string(worker.role().name()) + HEADER;
+      for (String taint : worker.taints()) {
+        size += string(taint);
+      }
     }
     for (Map.Entry<String, String> parameter : view.parameters().entrySet()) {
       size += string(parameter.getKey()) + string(parameter.getValue());

@@ -107,6 +107,29 @@ public final class SelectionRequests {
   }
 
   /**
+   * {@code request} under the placement constraints a transport decoded (empty collections: none).
+   *
+   * @param preferredTaintMultiplier null: {@link PlacementConstraints#DEFAULT_PREFERRED_TAINT_MULTIPLIER}
+   * @throws io.kvrouter.core.error.RoutingException INVALID_ARGUMENT INVALID_TAINT for a malformed taint,
+   *     TOO_MANY_ITEMS for more than 32 of a kind, MALFORMED for a multiplier outside [0, 1]
+   */
+  public static SelectionRequest withPlacement(SelectionRequest request, Collection<String> requiredTaints,
+      Collection<String> preferredTaints, Double preferredTaintMultiplier) {
+    Set<String> required = io.kvrouter.core.model.Taints.parse("required_taints", requiredTaints);
+    Set<String> preferred = io.kvrouter.core.model.Taints.parse("preferred_taints", preferredTaints);
+    double multiplier = preferredTaintMultiplier == null
+        ? PlacementConstraints.DEFAULT_PREFERRED_TAINT_MULTIPLIER : preferredTaintMultiplier;
+    if (!(multiplier >= 0 && multiplier <= 1)) {
+      throw RoutingError.invalid(RoutingError.MALFORMED, "preferred_taint_multiplier must be in [0, 1], got "
+          + multiplier).toException();
+    }
+    if (required.isEmpty() && preferred.isEmpty()) {
+      return request;
+    }
+    return request.withPlacement(new PlacementConstraints(required, preferred, multiplier));
+  }
+
+  /**
    * The session mode a transport's text names ("soft", "hard"; empty or "default": the model's).
    *
    * @throws io.kvrouter.core.error.RoutingException INVALID_ARGUMENT UNKNOWN_ENUM_VALUE for any other text

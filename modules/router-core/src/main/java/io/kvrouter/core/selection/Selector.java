@@ -30,6 +30,7 @@ public final class Selector {
     }
     LoadProjection.projectWorkerLoads(view, request, scratch, clock);
     computeCosts(view, request, scratch);
+    preferTainted(view, request, scratch);
     preferBoundRank(view, request, scratch);
     int chosen = view.picker().pick(scratch);
     scratch.choose(chosen);
@@ -50,6 +51,22 @@ public final class Selector {
     }
     scorer.score(scoring(policy, request, view.blockSize()), c);
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
+  }
+
+  /**
+   * Preferred taints ({@link PlacementConstraints}): a candidate whose worker carries every one has its cost
+   * multiplied by the request's multiplier (costs are non-negative). Not for a pinned request, as in Dynamo.
+   */
+  static void preferTainted(SelectionView view, SelectionRequest request, Candidates c) {
+    PlacementConstraints placement = request.placement();
+    if (placement == null || placement.preferredTaints().isEmpty() || request.pinnedWorker() != null) {
+      return;
+    }
+    for (int i = 0; i < c.size(); i++) {
+      if (view.rankWorker(c.rankIndex(i)).hasTaints(placement.preferredTaints())) {
+        c.setCost(i, c.cost(i) * placement.preferredTaintMultiplier());
+      }
+    }
   }
 
   /**

@@ -94,6 +94,8 @@ public final class ProtoMapping {
       throw unknownEnumValue("session_mode", in.getSessionModeValue());
     }
     request = SelectionRequests.withSession(request, in.getSessionId(), toMode(in.getSessionMode()));
+    request = SelectionRequests.withPlacement(request, in.getRequiredTaintsList(), in.getPreferredTaintsList(),
+        in.hasPreferredTaintMultiplier() ? in.getPreferredTaintMultiplier() : null);
     // uint32: a number above 2^31 is the highest retry
     return forBook && in.getRetry() != 0 ? request.withRetry(in.getRetry() < 0 ? Integer.MAX_VALUE : in.getRetry())
         : request;
@@ -192,7 +194,7 @@ public final class ProtoMapping {
     String region = in.getRegion().isEmpty() ? defaultRegion : in.getRegion();
     WorkerConfig config = new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(),
         in.getMaxNumBatchedTokens(), in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region,
-        toRole(in.getRole()));
+        toRole(in.getRole()), io.kvrouter.core.model.Taints.parse("taints", in.getTaintsList()));
     limits.validate(config);
     return config;
   }
@@ -248,6 +250,7 @@ public final class ProtoMapping {
         .setEndpoint(config.endpoint())
         .setRegion(config.region())
         .setRole(toProto(config.role()))
+        .addAllTaints(config.taints())
         .build();
   }
 
