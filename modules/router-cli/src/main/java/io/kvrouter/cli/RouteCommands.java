@@ -78,6 +78,12 @@ final class RouteCommands {
     @Option(names = "--prefill-load-scale", paramLabel = "S", description = "Override the prefill load scale.")
     Double prefillLoadScale;
     @Option(names = "--scope", paramLabel = "SCOPE", description = "region | global (default: region).") ScopeArg scope;
+    @Option(names = "--required-taints", paramLabel = "T1,T2",
+        description = "Only workers carrying every one of these taints are candidates.") String requiredTaints;
+    @Option(names = "--preferred-taints", paramLabel = "T1,T2",
+        description = "Workers carrying every one of these taints have their cost multiplied.") String preferredTaints;
+    @Option(names = "--preferred-taint-multiplier", paramLabel = "M",
+        description = "The multiplier of --preferred-taints, in [0, 1] (default: 0.5).") Double preferredMultiplier;
     @Option(names = "--session", paramLabel = "ID",
         description = "Session id: a Book binds it to the rank it books, its later Books keep to it.") String session;
     @Option(names = "--session-mode", paramLabel = "MODE",
@@ -160,6 +166,18 @@ final class RouteCommands {
       }
       if (scope != null) {
         b.setScope(scope.proto);
+      }
+      if (requiredTaints != null) {
+        b.addAllRequiredTaints(Args.parseNames(requiredTaints));
+      }
+      if (preferredTaints != null) {
+        b.addAllPreferredTaints(Args.parseNames(preferredTaints));
+      }
+      if (preferredMultiplier != null) {
+        if (preferredTaints == null) {
+          throw new IllegalArgumentException("--preferred-taint-multiplier goes with --preferred-taints");
+        }
+        b.setPreferredTaintMultiplier(finiteNonNegative(preferredMultiplier, "--preferred-taint-multiplier"));
       }
       if (sessionMode != null && session == null) {
         throw new IllegalArgumentException("--session-mode goes with --session");

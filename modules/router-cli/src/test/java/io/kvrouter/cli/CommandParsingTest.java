@@ -68,6 +68,16 @@ class CommandParsingTest {
   }
 
   @Test
+  void taintsOnRequestsAndWorkers() {
+    RouteRequest req = ((RouteCommands.Select) parsed("select", "--model", "m", "--tokens", "5",
+        "--required-taints", "zone=eu-1, gpu=h100", "--preferred-taints", "spot", "--preferred-taint-multiplier",
+        "0.25")).request();
+    assertThat(req.getRequiredTaintsList()).containsExactly("zone=eu-1", "gpu=h100");
+    assertThat(req.getPreferredTaintsList()).containsExactly("spot");
+    assertThat(req.getPreferredTaintMultiplier()).isEqualTo(0.25);
+  }
+
+  @Test
   void selectLeavesUnsetOptionalsUnset() {
     RouteRequest req = ((RouteCommands.Select) parsed("select", "--model", "m", "--tokens", "5")).request();
     assertThat(req.hasOverrides()).isFalse();
@@ -189,6 +199,7 @@ class CommandParsingTest {
         {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session-mode", "hard"}, // no --session
         {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session", "s", "--session-mode", "sticky"},
         {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session", " "},
+        {"select", "--model", "m", "--tokens", "1", "--preferred-taint-multiplier", "0.5"},  // no --preferred-taints
         {"select", "--model", " ", "--tokens", "1"},
         {"register-worker", "--model", "m", "--worker", "w", "--max-batched-tokens", "1", "--kv-blocks", "1"},
         {"register-worker", "--model", "m", "--worker", "w", "--max-batched-tokens", "1", "--kv-blocks", "1",

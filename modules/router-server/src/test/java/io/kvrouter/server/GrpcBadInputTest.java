@@ -294,6 +294,24 @@ class GrpcBadInputTest {
     }
   }
 
+  /** Taints in neither key nor key=value syntax, too many, a multiplier out of range, required taints nobody has. */
+  @Test
+  void badTaints() {
+    rejects(() -> router.workers.register(worker(MODEL, "w9").addTaints("gpu=h100=2").build()),
+        Status.Code.INVALID_ARGUMENT, "INVALID_TAINT");
+    rejects(() -> router.router.book(select().setRequestId("taint-1").addRequiredTaints("has space").build()),
+        Status.Code.INVALID_ARGUMENT, "INVALID_TAINT");
+    rejects(() -> router.router.select(select().addPreferredTaints("-x").build()), Status.Code.INVALID_ARGUMENT,
+        "INVALID_TAINT");
+    RouteRequest.Builder many = select().setRequestId("taint-2");
+    IntStream.range(0, 33).forEach(i -> many.addRequiredTaints("t" + i));
+    rejects(() -> router.router.book(many.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");
+    rejects(() -> router.router.book(select().setRequestId("taint-3").addPreferredTaints("gpu")
+        .setPreferredTaintMultiplier(2).build()), Status.Code.INVALID_ARGUMENT, "MALFORMED");
+    rejects(() -> router.router.book(select().setRequestId("taint-4").addRequiredTaints("gpu=h100").build()),
+        Status.Code.FAILED_PRECONDITION, "REQUIRED_TAINTS_UNMET");
+  }
+
   @Test
   void anEmptyWorkerIdIsTheSameErrorForRegisterAndDeregister() {
     rejects(() -> router.workers.register(worker(MODEL, "").build()), Status.Code.INVALID_ARGUMENT,

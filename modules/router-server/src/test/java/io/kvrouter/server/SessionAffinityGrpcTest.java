@@ -88,6 +88,24 @@ class SessionAffinityGrpcTest {
   }
 
   @Test
+  void requiredAndPreferredTaintsOverGrpc() {
+    String model = "tainted";
+    join(router.workers.register(worker(model, "t1").addTaints("gpu=h100").build()));
+    join(router.workers.register(worker(model, "t2").addTaints("gpu=a100").addTaints("spot").build()));
+    assertThat(router.state(model).getWorkersList()).filteredOn(w -> w.getConfig().getWorkerId().equals("t2"))
+        .singleElement().satisfies(w -> assertThat(w.getConfig().getTaintsList()).containsExactly("gpu=a100", "spot"));
+    for (int i = 0; i < 4; i++) {
+      RouteRequest request = RouteRequest.newBuilder().setModel(model).setIslTokens(64).addRequiredTaints("spot")
+          .build();
+      assertThat(join(router.router.select(request)).getWorker().getWorkerId()).isEqualTo("t2");
+    }
+    // t1 preferred at 0: it costs nothing, so the kv pick goes there while it is eligible
+    RouteRequest preferring = RouteRequest.newBuilder().setModel(model).setIslTokens(64)
+        .addPreferredTaints("gpu=h100").setPreferredTaintMultiplier(0).build();
+    assertThat(join(router.router.select(preferring)).getWorker().getWorkerId()).isEqualTo("t1");
+  }
+
+  @Test
   void aRemovedWorkerTakesItsBindingsWithIt() {
     Booking first = book("g1", "conv-gone", SessionMode.SESSION_MODE_HARD);
     String bound = first.getSelection().getWorker().getWorkerId();
