@@ -46,6 +46,8 @@ final class WorkerCommands {
     @Option(names = "--region", paramLabel = "REGION", description = "Region (data center) of the worker.") String region;
     @Option(names = "--role", paramLabel = "ROLE", description = "aggregated | prefill | decode (default: unspecified = aggregated).")
     Role role;
+    @Option(names = "--taints", paramLabel = "T1,T2", description = "Placement taints, key or key=value each.")
+    String taints;
 
     WorkerRegistration request() {
       WorkerRegistration.Builder b = WorkerRegistration.newBuilder()
@@ -61,6 +63,9 @@ final class WorkerCommands {
       }
       if (region != null) {
         b.setRegion(region);
+      }
+      if (taints != null) {
+        b.addAllTaints(Args.parseNames(taints));
       }
       if (role != null) {
         b.setRole(role.proto);

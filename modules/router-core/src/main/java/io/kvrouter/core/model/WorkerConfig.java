@@ -5,7 +5,8 @@ import io.kvrouter.core.error.RoutingException;
 
 /**
  * A registered engine replica of one model. It expands to ranks [dpStart, dpStart + dpSize). Sizes are ints: the
- * proto's uint32 values above 2^31 arrive negative and are rejected by RequestLimits.
+ * proto's uint32 values above 2^31 arrive negative and are rejected by RequestLimits. {@code taints}: its placement
+ * taints ({@link Taints}), sorted.
  */
 public record WorkerConfig(
     String workerId,
@@ -16,12 +17,26 @@ public record WorkerConfig(
     int blockSize,
     String endpoint,
     String region,
-    WorkerRole role) {
+    WorkerRole role,
+    java.util.Set<String> taints) {
 
   public WorkerConfig {
     endpoint = endpoint == null ? "" : endpoint;
     region = region == null ? "" : region;
     role = role == null ? WorkerRole.AGGREGATED : role;
+    taints = taints == null || taints.isEmpty() ? java.util.Set.of()
+        : java.util.Collections.unmodifiableSortedSet(new java.util.TreeSet<>(taints));
+  }
+
+  /** A worker of no taint. */
+  public WorkerConfig(String workerId, int dpStart, int dpSize, int maxNumBatchedTokens, int totalKvBlocks,
+      int blockSize, String endpoint, String region, WorkerRole role) {
+    this(workerId, dpStart, dpSize, maxNumBatchedTokens, totalKvBlocks, blockSize, endpoint, region, role, null);
+  }
+
+  /** Whether the worker carries every one of {@code required} ({@link Taints}). */
+  public boolean hasTaints(java.util.Set<String> required) {
+    return taints.containsAll(required);
   }
 
   /** Whether {@code dpRank} is one of this worker's ranks, [dpStart, dpStart + dpSize). */

@@ -12,7 +12,8 @@ import java.util.Map;
 /**
  * A model's policy and its parameters: Dynamo's KV cost knobs, busy thresholds (overload filtering) and the
  * admission queue ({@link QueueConfig}: its {@code queue_*} keys, {@code max_pending} and {@code class.<name>}
- * definitions). Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
+ * definitions) and session affinity ({@link SessionConfig}: its {@code session_*} keys). Null thresholds are off.
+ * Parameter names on the wire are the snake_case keys of {@link #toParameters}.
  *
  * <p>The kv cost's weights ({@link KvPreset#KEYS}) come from a named {@link KvPreset}: {@code kvrouter} (the
  * defaults) or {@code dynamo} (Dynamo's own defaults). Setting {@code preset} resets every weight to that preset's
@@ -36,7 +37,9 @@ public record PolicyConfig(
     double sharedCacheMultiplier,
     double loadBoundFactor,
     double prefillBacklogWeight,
-    KvPreset preset) {
+    KvPreset preset,
+    // session affinity (SessionConfig: its session_* keys)
+    SessionConfig session) {
 
   public static final String TEMPERATURE = "temperature";
   public static final String OVERLAP_CREDIT = "overlap_credit";
@@ -62,7 +65,7 @@ public record PolicyConfig(
     return new PolicyConfig(Policy.KV, 0.0, kv.overlapCredit(), kv.prefillLoadScale(), kv.hostCacheHitWeight(),
         kv.diskCacheHitWeight(), null, null, null, QueueConfig.parse(QueueConfig.defaultParameters()), null,
         kv.overlapCreditDecay(), kv.decodeActiveRequestWeight(), kv.sharedCacheMultiplier(), kv.loadBoundFactor(),
-        kv.prefillBacklogWeight(), kv);
+        kv.prefillBacklogWeight(), kv, SessionConfig.DEFAULTS);
   }
 
   public static PolicyConfig defaults() {
@@ -128,7 +131,8 @@ public record PolicyConfig(
         nonNegative(SHARED_CACHE_MULTIPLIER, p.get(SHARED_CACHE_MULTIPLIER)),
         offOrAtLeastOne(LOAD_BOUND_FACTOR, p.get(LOAD_BOUND_FACTOR)),
         nonNegative(PREFILL_BACKLOG_WEIGHT, p.get(PREFILL_BACKLOG_WEIGHT)),
-        KvPreset.fromWireName(p.get(PRESET)));
+        KvPreset.fromWireName(p.get(PRESET)),
+        SessionConfig.parse(p));
   }
 
   /** The parameters as strings, every key present ("" for an unset optional one). */
@@ -150,6 +154,7 @@ public record PolicyConfig(
     p.put(LOAD_BOUND_FACTOR, Double.toString(loadBoundFactor));
     p.put(PREFILL_BACKLOG_WEIGHT, Double.toString(prefillBacklogWeight));
     p.put(PRESET, preset.wireName());
+    p.putAll(session.parameters());
     return p;
   }
 

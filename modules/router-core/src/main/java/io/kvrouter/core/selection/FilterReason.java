@@ -11,7 +11,9 @@ public enum FilterReason {
   /** The rank reported load once and then stayed silent longer than the heartbeat timeout. */
   UNAVAILABLE,
   /** The rank is above one of the policy's busy thresholds. */
-  OVERLOADED;
+  OVERLOADED,
+  /** The rank's worker lacks one of the request's required taints. */
+  MISSING_TAINTS;
 
   private static final FilterReason[] VALUES = values();
 

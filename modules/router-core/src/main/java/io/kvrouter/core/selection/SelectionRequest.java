@@ -17,6 +17,9 @@ import java.util.Set;
  *
  * <p>{@code retry} is how many times the client sent this Book before after losing its answer: it decides which of
  * a booking's calls hold it (a call numbered higher supersedes the earlier ones; see {@code Booking}).
+ *
+ * <p>{@code session} (null: none) is the request's session and the affinity it asks for ({@link SessionAffinity});
+ * {@code placement} (null: none) its required and preferred taints ({@link PlacementConstraints}).
  */
 public record SelectionRequest(
     String model,
@@ -34,7 +37,9 @@ public record SelectionRequest(
     Double prefillLoadScale,
     int strictPriority,
     String policyClass,
-    int retry) {
+    int retry,
+    SessionAffinity session,
+    PlacementConstraints placement) {
 
   private static final long[] NO_HASHES = new long[0];
 
@@ -45,6 +50,27 @@ public record SelectionRequest(
     excludedWorkers = excludedWorkers == null ? Set.of() : excludedWorkers;
     policyClass = policyClass == null ? "" : policyClass;
     retry = Math.max(0, retry);
+    placement = placement == null || placement.isEmpty() ? null : placement;
+  }
+
+  /** A request of no placement constraint. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass, int retry, SessionAffinity session) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
+        session, null);
+  }
+
+  /** A request of no session. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass, int retry) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
+        null);
   }
 
   /** A first send (retry 0). */
@@ -76,34 +102,55 @@ public record SelectionRequest(
   public SelectionRequest withRequestId(String id) {
     return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
         allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry);
+        policyClass, retry, session, placement);
   }
 
   /** This request with {@code excluded} as its excluded workers. */
   public SelectionRequest withExcludedWorkers(Set<String> excluded) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry);
+        policyClass, retry, session, placement);
   }
 
   /** This request with {@code allowed} as its allowed workers (recovery mode's admissible workers too). */
   public SelectionRequest withAllowedWorkers(Set<String> allowed) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry);
+        policyClass, retry, session, placement);
   }
 
   /** This request in strict tier {@code tier} of the class or family {@code policyClassName}. */
   public SelectionRequest withQueueing(int tier, String policyClassName) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, tier,
-        policyClassName);
+        policyClassName, retry, session, placement);
   }
 
   /** This request as its client's {@code n}-th retry. */
   public SelectionRequest withRetry(int n) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
-        strictPriority, policyClass, n);
+        strictPriority, policyClass, n, session, placement);
+  }
+
+  /** This request in {@code affinity}'s session (null: none). */
+  public SelectionRequest withSession(SessionAffinity affinity) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, affinity, placement);
+  }
+
+  /** This request pinned to {@code rank} (a hard session binding). */
+  public SelectionRequest withPinnedRank(io.kvrouter.core.model.Rank rank) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, rank.workerId(),
+        rank.dpRank(), allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, session, placement);
+  }
+
+  /** This request under {@code constraints} (null: none). */
+  public SelectionRequest withPlacement(PlacementConstraints constraints) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, session, constraints);
   }
 }

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.front.FrontError;
 import java.io.IOException;
@@ -65,9 +66,30 @@ public final class RequestParser {
     }
     requireShape(endpoint, parsed);
     return new ClientRequest(endpoint, name, Boolean.TRUE.equals(stream), parsed,
-        clientId(headers, FrontHeaders.REQUEST_ID), clientId(headers, FrontHeaders.SESSION), priority(headers),
+        clientId(headers, FrontHeaders.REQUEST_ID), session(headers), priority(headers),
         global(headers), "true".equalsIgnoreCase(trim(headers.get(FrontHeaders.EXPLAIN_REQUEST))),
-        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers));
+        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers), sessionMode(headers));
+  }
+
+  /** The first session header set ({@link FrontHeaders#SESSIONS}), or null. */
+  private String session(RequestHeaders headers) {
+    for (String name : FrontHeaders.SESSIONS) {
+      String value = clientId(headers, name);
+      if (value != null) {
+        return value;
+      }
+    }
+    return null;
+  }
+
+  private static SessionMode sessionMode(RequestHeaders headers) {
+    String value = trim(headers.get(FrontHeaders.SESSION_MODE));
+    SessionMode mode = SessionMode.fromWireName(value == null ? "" : value);
+    if (mode == null) {
+      throw FrontError.badRequest(FrontError.INVALID_HEADER, FrontHeaders.SESSION_MODE + " must be soft or hard, got '"
+          + RoutingError.echo(value) + "'").toException();
+    }
+    return mode;
   }
 
   @SuppressWarnings("unchecked")

@@ -92,6 +92,7 @@ public final class PromptRouting {
           Math.min(expectedOutputTokens(body), requests.limits().maxOutputTokens()), null, salt, null, null, List.of(), List.of(),
           request.priority(), null, null, null, request.strictPriority(), request.policyClass()), true,
           scope.blockSize());
+      selection = SelectionRequests.withSession(selection, request.session(), request.sessionMode());
       return new Routed(selection, prompt.approximate(), prompt.reason(), tokenized);
     } catch (RoutingException e) {
       throw FrontError.of(e.error(), 0).toException();
