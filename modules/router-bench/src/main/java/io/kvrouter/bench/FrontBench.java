@@ -79,6 +79,18 @@ public final class FrontBench implements Callable<Integer> {
   String fileName;
   @Option(names = "--quick", description = "tiny sizes: checks that everything runs, not a measurement")
   boolean quick;
+  @Option(names = "--kvrouter-java-opts", defaultValue = "", description = "JVM options added to every kvrouter "
+      + "node's KVROUTER_JAVA_OPTS (e.g. -XX:StartFlightRecording=... to profile it)")
+  String kvrouterJavaOpts;
+  @Option(names = "--compare-checkout", description = "another checkout of kvrouter (built there): the targets "
+      + "kvrouter-tokens@LABEL and kvrouter-approximate@LABEL run its bin/kvrouter (a before/after in one run)")
+  Path compareCheckout;
+  @Option(names = "--compare-label", defaultValue = "before", description = "the label of --compare-checkout's "
+      + "targets")
+  String compareLabel;
+  @Option(names = "--compare-java-opts", defaultValue = "", description = "JVM options added to the nodes of "
+      + "--compare-checkout only (with --compare-checkout . : the same build with other settings)")
+  String compareJavaOpts;
   @Option(names = "--baseline", defaultValue = "direct", description = "the target the others' \"added\" figures "
       + "are measured against")
   String baseline;
@@ -221,6 +233,13 @@ public final class FrontBench implements Callable<Integer> {
   }
 
   private Target start(String name, List<String> engineUrls) throws Exception {
+    if (compareCheckout != null && name.endsWith("@" + compareLabel)) {
+      String mode = name.substring(0, name.length() - compareLabel.length() - 1);
+      if (mode.equals("kvrouter-tokens") || mode.equals("kvrouter-approximate")) {
+        return kvrouter(name, engineUrls, mode.equals("kvrouter-tokens"), Map.of(),
+            compareCheckout.toAbsolutePath().normalize(), true);
+      }
+    }
     return switch (name) {
       case "direct" -> new Target(name, engineUrls.stream().map(u -> URI.create(u + "/v1/completions")).toList(),
           null, "the driver round-robins over the engines");
@@ -243,6 +262,15 @@ public final class FrontBench implements Callable<Integer> {
 
   private Target kvrouter(String name, List<String> engineUrls, boolean tokens, Map<String, String> extra)
       throws Exception {
+    return kvrouter(name, engineUrls, tokens, extra, root, false);
+  }
+
+  /**
+   * A kvrouter node run from {@code checkout}'s bin/kvrouter: this repository's, or ({@code compare}) that of
+   * --compare-checkout with --compare-java-opts.
+   */
+  private Target kvrouter(String name, List<String> engineUrls, boolean tokens, Map<String, String> extra,
+      Path checkout, boolean compare) throws Exception {
     int grpc = freePort();
     int http = freePort();
     Map<String, String> env = new LinkedHashMap<>();
@@ -253,8 +281,11 @@ public final class FrontBench implements Callable<Integer> {
     env.put("KVROUTER_EPP_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_EPP_HEALTH_PORT", Integer.toString(freePort()));
     env.put("KVROUTER_LOG_LEVEL", "WARN");
-    env.put("KVROUTER_JAVA_OPTS", "-Xms512m -Xmx1g");
-    String how = "bin/kvrouter, kv policy, approximate index from its own Books (no KV events)";
+    String opts = "-Xms512m -Xmx1g " + kvrouterJavaOpts + (compare ? " " + compareJavaOpts : "");
+    env.put("KVROUTER_JAVA_OPTS", opts.replace("{name}", name).strip());
+    String how = (checkout.equals(root) ? "" : checkout + "/") + "bin/kvrouter"
+        + (!compare || compareJavaOpts.isBlank() ? "" : " (JVM options " + compareJavaOpts + ")")
+        + ", kv policy, approximate index from its own Books (no KV events)";
     if (tokens) {
       Path models = logs.resolve("models.yaml");
       Files.writeString(models, "models:\n  - name: " + MODEL + "\n    tokenizer: "
@@ -265,7 +296,7 @@ public final class FrontBench implements Callable<Integer> {
       how += "; no models file (approximate mode: 64-byte text chunks hashed)";
     }
     env.putAll(extra);
-    Process process = launch(name, List.of(root.resolve("bin/kvrouter").toString()), env);
+    Process process = launch(name, List.of(checkout.resolve("bin/kvrouter").toString()), env);
     awaitCondition(name + " up", Duration.ofSeconds(240), () -> Files.readString(logs.resolve(name + ".log"))
         .contains("kvrouter is up"));
     ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", grpc).usePlaintext().build();

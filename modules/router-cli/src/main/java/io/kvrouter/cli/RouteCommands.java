@@ -6,6 +6,7 @@ import io.kvrouter.api.v1.Overrides;
 import io.kvrouter.api.v1.Disaggregation;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
+import io.kvrouter.api.v1.SessionMode;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
@@ -36,6 +37,17 @@ final class RouteCommands {
     final Disaggregation proto;
 
     DisaggregationArg(Disaggregation proto) {
+      this.proto = proto;
+    }
+  }
+
+  enum SessionModeArg {
+    soft(SessionMode.SESSION_MODE_SOFT),
+    hard(SessionMode.SESSION_MODE_HARD);
+
+    final SessionMode proto;
+
+    SessionModeArg(SessionMode proto) {
       this.proto = proto;
     }
   }
@@ -91,6 +103,16 @@ final class RouteCommands {
     @Option(names = "--prefill-load-scale", paramLabel = "S", description = "Override the prefill load scale.")
     Double prefillLoadScale;
     @Option(names = "--scope", paramLabel = "SCOPE", description = "region | global (default: region).") ScopeArg scope;
+    @Option(names = "--required-taints", paramLabel = "T1,T2",
+        description = "Only workers carrying every one of these taints are candidates.") String requiredTaints;
+    @Option(names = "--preferred-taints", paramLabel = "T1,T2",
+        description = "Workers carrying every one of these taints have their cost multiplied.") String preferredTaints;
+    @Option(names = "--preferred-taint-multiplier", paramLabel = "M",
+        description = "The multiplier of --preferred-taints, in [0, 1] (default: 0.5).") Double preferredMultiplier;
+    @Option(names = "--session", paramLabel = "ID",
+        description = "Session id: a Book binds it to the rank it books, its later Books keep to it.") String session;
+    @Option(names = "--session-mode", paramLabel = "MODE",
+        description = "soft | hard (default: the model's session_mode); needs --session.") SessionModeArg sessionMode;
     @Option(names = "--disaggregation", paramLabel = "MODE", description = "auto | aggregated | disaggregated: how"
         + " the model's prefill and decode workers are used (default: auto: a prefill/decode pair when the model has"
         + " both roles).")
@@ -192,7 +214,35 @@ final class RouteCommands {
       if (scope != null) {
         b.setScope(scope.proto);
       }
+      if (requiredTaints != null) {
+        b.addAllRequiredTaints(Args.parseNames(requiredTaints));
+      }
+      if (preferredTaints != null) {
+        b.addAllPreferredTaints(Args.parseNames(preferredTaints));
+      }
+      if (preferredMultiplier != null) {
+        if (preferredTaints == null) {
+          throw new IllegalArgumentException("--preferred-taint-multiplier goes with --preferred-taints");
+        }
+        b.setPreferredTaintMultiplier(finiteNonNegative(preferredMultiplier, "--preferred-taint-multiplier"));
+      }
+      if (sessionMode != null && session == null) {
+        throw new IllegalArgumentException("--session-mode goes with --session");
+      }
+      if (session != null) {
+        b.setSessionId(nonBlankOption(session, "--session"));
+        if (sessionMode != null) {
+          b.setSessionMode(sessionMode.proto);
+        }
+      }
       return b;
+    }
+
+    private static String nonBlankOption(String v, String option) {
+      if (v.isBlank()) {
+        throw new IllegalArgumentException(option + " must not be empty");
+      }
+      return v.trim();
     }
 
     private static int u32(long v, String option) {

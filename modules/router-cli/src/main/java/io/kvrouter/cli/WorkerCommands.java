@@ -46,6 +46,8 @@ final class WorkerCommands {
     @Option(names = "--region", paramLabel = "REGION", description = "Region (data center) of the worker.") String region;
     @Option(names = "--role", paramLabel = "ROLE", description = "aggregated | prefill | decode (default: unspecified = aggregated).")
     Role role;
+    @Option(names = "--taints", paramLabel = "T1,T2", description = "Placement taints, key or key=value each.")
+    String taints;
     @Option(names = "--lora-adapters", paramLabel = "A1,A2", description = "LoRA adapters loaded on the worker,"
         + " comma-separated.")
     String loraAdapters;
@@ -64,6 +66,9 @@ final class WorkerCommands {
       }
       if (region != null) {
         b.setRegion(region);
+      }
+      if (taints != null) {
+        b.addAllTaints(Args.parseNames(taints));
       }
       if (role != null) {
         b.setRole(role.proto);

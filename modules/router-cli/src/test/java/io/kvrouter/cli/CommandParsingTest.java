@@ -76,6 +76,28 @@ class CommandParsingTest {
   }
 
   @Test
+  void bookWithASessionAndItsMode() {
+    RouteRequest req = ((RouteCommands.Book) parsed("book", "--model", "m", "--tokens", "5", "--request-id", "r",
+        "--session", "conv-1", "--session-mode", "HARD")).request();
+    assertThat(req.getSessionId()).isEqualTo("conv-1");
+    assertThat(req.getSessionMode()).isEqualTo(io.kvrouter.api.v1.SessionMode.SESSION_MODE_HARD);
+    RouteRequest soft = ((RouteCommands.Book) parsed("book", "--model", "m", "--tokens", "5", "--request-id", "r",
+        "--session", "conv-1")).request();
+    assertThat(soft.getSessionMode()).as("the model's mode").isEqualTo(
+        io.kvrouter.api.v1.SessionMode.SESSION_MODE_UNSPECIFIED);
+  }
+
+  @Test
+  void taintsOnRequestsAndWorkers() {
+    RouteRequest req = ((RouteCommands.Select) parsed("select", "--model", "m", "--tokens", "5",
+        "--required-taints", "zone=eu-1, gpu=h100", "--preferred-taints", "spot", "--preferred-taint-multiplier",
+        "0.25")).request();
+    assertThat(req.getRequiredTaintsList()).containsExactly("zone=eu-1", "gpu=h100");
+    assertThat(req.getPreferredTaintsList()).containsExactly("spot");
+    assertThat(req.getPreferredTaintMultiplier()).isEqualTo(0.25);
+  }
+
+  @Test
   void selectLeavesUnsetOptionalsUnset() {
     RouteRequest req = ((RouteCommands.Select) parsed("select", "--model", "m", "--tokens", "5")).request();
     assertThat(req.hasOverrides()).isFalse();
@@ -210,6 +232,10 @@ class CommandParsingTest {
         {"select", "--model", "m", "--tokens", "1", "--token-seed", "3"},
         {"select", "--model", "m", "--tokens", "1", "--pinned-rank", "0"},           // rank without worker
         {"select", "--model", "m", "--tokens", "1", "--temperature", "-1"},
+        {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session-mode", "hard"}, // no --session
+        {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session", "s", "--session-mode", "sticky"},
+        {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session", " "},
+        {"select", "--model", "m", "--tokens", "1", "--preferred-taint-multiplier", "0.5"},  // no --preferred-taints
         {"select", "--model", " ", "--tokens", "1"},
         {"register-worker", "--model", "m", "--worker", "w", "--max-batched-tokens", "1", "--kv-blocks", "1"},
         {"register-worker", "--model", "m", "--worker", "w", "--max-batched-tokens", "1", "--kv-blocks", "1",

@@ -7,6 +7,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvrouter.core.admission.Clock;
 import io.kvrouter.core.replication.LedgerSnapshot;
 import io.kvrouter.core.replication.QueuedBook;
+import io.kvrouter.core.replication.ReplicaDelta;
+import io.kvrouter.core.replication.SessionBinding;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
@@ -31,7 +33,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Snapshot chunks, cut by router-core's size estimate at {@code max-chunk-bytes}, encoded by the real serializer they
  * cross nodes with (Jackson CBOR, inside {@link ReplicaActor.Chunk}): each stays under the estimate, so under Artery's
- * 256 KiB frame, and decodes back to what was cut (bookings and queued Books).
+ * 256 KiB frame, and decodes back to what was cut (bookings, queued Books and session bindings); a delta of session
+ * bindings likewise.
  */
 class ReplicationSerializationTest {
   private static final int FRAME = 256 * 1024;
@@ -53,6 +56,10 @@ class ReplicationSerializationTest {
     List<WorkerConfig> workers = new ArrayList<>();
     for (int i = 0; i < count; i++) {
       WorkerConfig worker = TestCluster.worker("worker-with-a-longish-name-" + i);
+      if (i % 2 == 0) {
+        // every other worker carries placement taints, which travel with the view too
+        worker = worker.withTaints(java.util.Set.of("gpu=h100", "zone=eu-west-1"));
+      }
       // every third worker declares LoRA adapters, which travel with the view
       workers.add(i % 3 == 0 ? worker.withLoraAdapters(java.util.Set.of("adapter-" + i, "adapter-shared")) : worker);
     }
@@ -76,6 +83,38 @@ class ReplicationSerializationTest {
     return new LedgerSnapshot.Entry("request-" + i + "-0123456789abcdef", (1_800_000_000_000L << 16) + i, rank,
         4096, 256, 1_800_000_000_000L, 1500, selection, sequenceHashes, 0x5DEECE66DL * i, i % 2 == 0,
         1_800_000_300_000L);
+  }
+
+  private static List<SessionBinding> sessions(List<WorkerConfig> workers, int count) {
+    List<SessionBinding> sessions = new ArrayList<>();
+    String padding = "s".repeat(240);
+    for (int i = 0; i < count; i++) {
+      sessions.add(new SessionBinding(padding + i, workers.get(i % workers.size()).rank(0),
+          1_800_000_000_000L + i, 1_800_000_100_000L + i, 1_800_000_700_000L + i));
+    }
+    return sessions;
+  }
+
+  @Test
+  void aDeltaOfSessionBindingsEncodesUnderItsEstimate() throws Exception {
+    List<WorkerConfig> workers = workers(8);
+    List<SessionBinding> bound = sessions(workers, 500);
+    List<String> ended = new ArrayList<>();
+    for (int i = 0; i < 500; i++) {
+      ended.add("ended-session-" + i + "-" + "e".repeat(200));
+    }
+    ReplicaDelta delta = new ReplicaDelta("big-model", 1_800_000_000_000L, 5, 1_800_000_000_000L, null, List.of(),
+        List.of(), List.of(), List.of(), 77, List.of(), List.of(), bound, ended);
+    Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
+    ActorRef<ReplicaActor.Reply> owner = cluster.kit.<ReplicaActor.Reply>createTestProbe().ref();
+    ReplicaActor.Delta message = new ReplicaActor.Delta(delta, owner);
+    byte[] bytes = serialization.serialize(message).get();
+    assertThat(bytes.length).isLessThanOrEqualTo(SnapshotChunks.estimatedBytes(delta) + 256);
+    ReplicaActor.Delta decoded = (ReplicaActor.Delta) serialization.deserialize(bytes,
+        serialization.findSerializerFor(message).identifier(),
+        Serializers.manifestFor(serialization.findSerializerFor(message), message)).get();
+    assertThat(decoded.delta().sessions()).isEqualTo(bound);
+    assertThat(decoded.delta().sessionsEnded()).isEqualTo(ended);
   }
 
   @Test
@@ -102,8 +141,11 @@ class ReplicationSerializationTest {
           1_800_000_000_000L + i));
     }
 
+    // and the most session bindings a model may hold, at their longest ids
+    List<SessionBinding> sessions = sessions(workers, 20_000);
+
     List<SnapshotChunk> chunks = SnapshotChunks.cut("big-model", view.epoch(), 17, 1_800_000_000_000L, view, loads,
-        bookings, bookings.get(bookings.size() - 1).attempt(), queued, MAX_CHUNK_BYTES);
+        bookings, bookings.get(bookings.size() - 1).attempt(), queued, sessions, MAX_CHUNK_BYTES);
     assertThat(chunks.size()).as("a copy this large takes several chunks").isGreaterThan(10);
 
     Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
@@ -111,6 +153,8 @@ class ReplicationSerializationTest {
     int bookingsDecoded = 0;
     int queuedDecoded = 0;
     boolean adaptersSeen = false;
+    boolean taintedSeen = false;
+    int sessionsDecoded = 0;
     for (SnapshotChunk chunk : chunks) {
       ReplicaActor.Chunk message = new ReplicaActor.Chunk(chunk, owner);
       byte[] bytes = serialization.serialize(message).get();
@@ -129,12 +173,17 @@ class ReplicationSerializationTest {
       if (chunk.view() != null) {
         assertThat(decoded.chunk().view().workers()).isEqualTo(chunk.view().workers());
         adaptersSeen |= chunk.view().workers().stream().anyMatch(w -> !w.loraAdapters().isEmpty());
+        taintedSeen |= chunk.view().workers().stream().anyMatch(w -> !w.taints().isEmpty());
       }
       bookingsDecoded += decoded.chunk().bookings().size();
       queuedDecoded += decoded.chunk().queued().size();
+      assertThat(decoded.chunk().sessions()).isEqualTo(chunk.sessions());
+      sessionsDecoded += decoded.chunk().sessions().size();
     }
+    assertThat(sessionsDecoded).isEqualTo(sessions.size());
     assertThat(bookingsDecoded).isEqualTo(bookings.size());
     assertThat(adaptersSeen).as("a view with LoRA adapters was decoded").isTrue();
+    assertThat(taintedSeen).as("a view with placement taints was decoded").isTrue();
     assertThat(queuedDecoded).isEqualTo(queued.size());
   }
 }

@@ -247,7 +247,8 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
           request.clientRequestId(), request.session(),
           objective != null ? ctx.settings().priority(objective) : request.priority(), request.global(),
           request.explain(), request.strictPriority(),
-          request.policyClass().isEmpty() && fairness != null ? fairness : request.policyClass());
+          request.policyClass().isEmpty() && fairness != null ? fairness : request.policyClass(),
+          request.sessionMode());
     }
     BookingScope scope;
     try {

@@ -482,6 +482,34 @@ class EndpointPickerTest {
   }
 
   @Test
+  void sessionHeadersKeepAConversationOnItsEndpointAndCarryTheirMode() {
+    String model = "org/epp-sessions";
+    node.register(model, "a", "http://" + A);
+    node.register(model, "b", "http://" + B + "/");
+    node.setPolicy(model, "round_robin", Map.of()); // only the binding keeps a session in place
+    for (String header : List.of("x-session-id", "X-Dynamo-Session-ID", "x-kvrouter-session")) {
+      java.util.Set<String> destinations = new java.util.HashSet<>();
+      for (int turn = 0; turn < 4; turn++) {
+        try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+          // the objective header makes the picker rebuild the request: the session and its mode must survive that
+          envoy.requestHeaders("/v1/completions", Map.of(header, "conv-" + header, "x-kvrouter-session-mode", "hard",
+                  "x-llm-d-inference-objective", "critical"), false)
+              .requestBody(("{\"model\":\"" + model + "\",\"prompt\":\"turn " + turn + "\"}").getBytes(), true);
+          ProcessingResponse headers = envoy.next();
+          destinations.add(metadataDestination(headers));
+          envoy.next();
+          String booking = node.snapshot(model).bookings().get(0).requestId();
+          assertThat(EppNode.BOOKS.get(booking).session().sessionId()).isEqualTo("conv-" + header);
+          assertThat(EppNode.BOOKS.get(booking).session().mode()).isEqualTo(io.kvrouter.core.model.SessionMode.HARD);
+          envoy.reset();
+          noBookingLeft(model);
+        }
+      }
+      assertThat(destinations).as(header).hasSize(1);
+    }
+  }
+
+  @Test
   void theObjectiveHeaderNamesTheBooksPriorityAndUnknownObjectivesAreZero() {
     Map<String, Integer> expected = new java.util.LinkedHashMap<>();
     expected.put("x-llm-d-inference-objective=critical", 100);

@@ -278,6 +278,40 @@ class GrpcBadInputTest {
             .addBlockHashes(1))).build()), Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
   }
 
+  /** A session mode the contract does not define, a session id too long, session parameters out of range. */
+  @Test
+  void badSessionInput() {
+    rejects(() -> router.router.book(select().setRequestId("mode-99").setSessionId("s").setSessionModeValue(99)
+        .build()), Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.router.select(select().setSessionId("s").setSessionModeValue(7).build()),
+        Status.Code.INVALID_ARGUMENT, "UNKNOWN_ENUM_VALUE");
+    rejects(() -> router.router.book(select().setRequestId("long-session").setSessionId("s".repeat(257)).build()),
+        Status.Code.INVALID_ARGUMENT, "FIELD_TOO_LONG");
+    for (String[] bad : new String[][] {{"session_max_bindings", "1000001"}, {"session_max_bindings", "0"},
+        {"session_mode", "sticky"}, {"session_ttl_ms", "-5"}, {"session_soft_factor", "2"}}) {
+      rejects(() -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(MODEL)
+          .putParameters(bad[0], bad[1]).build()), Status.Code.INVALID_ARGUMENT, "INVALID_POLICY_PARAMETER");
+    }
+  }
+
+  /** Taints in neither key nor key=value syntax, too many, a multiplier out of range, required taints nobody has. */
+  @Test
+  void badTaints() {
+    rejects(() -> router.workers.register(worker(MODEL, "w9").addTaints("gpu=h100=2").build()),
+        Status.Code.INVALID_ARGUMENT, "INVALID_TAINT");
+    rejects(() -> router.router.book(select().setRequestId("taint-1").addRequiredTaints("has space").build()),
+        Status.Code.INVALID_ARGUMENT, "INVALID_TAINT");
+    rejects(() -> router.router.select(select().addPreferredTaints("-x").build()), Status.Code.INVALID_ARGUMENT,
+        "INVALID_TAINT");
+    RouteRequest.Builder many = select().setRequestId("taint-2");
+    IntStream.range(0, 33).forEach(i -> many.addRequiredTaints("t" + i));
+    rejects(() -> router.router.book(many.build()), Status.Code.INVALID_ARGUMENT, "TOO_MANY_ITEMS");
+    rejects(() -> router.router.book(select().setRequestId("taint-3").addPreferredTaints("gpu")
+        .setPreferredTaintMultiplier(2).build()), Status.Code.INVALID_ARGUMENT, "MALFORMED");
+    rejects(() -> router.router.book(select().setRequestId("taint-4").addRequiredTaints("gpu=h100").build()),
+        Status.Code.FAILED_PRECONDITION, "REQUIRED_TAINTS_UNMET");
+  }
+
   @Test
   void anEmptyWorkerIdIsTheSameErrorForRegisterAndDeregister() {
     rejects(() -> router.workers.register(worker(MODEL, "").build()), Status.Code.INVALID_ARGUMENT,

@@ -95,6 +95,10 @@ public final class SimCli implements Runnable {
         description = "one more kv row with these policy parameters, repeatable")
     List<String> extraKv = new ArrayList<>();
 
+    @Option(names = "--session-rows", description = "add rows whose Books name their conversation (session "
+        + "affinity): kv soft, kv hard, round_robin hard; the report adds the session-affinity hit rate")
+    boolean sessionRows;
+
     @Option(names = "--out", paramLabel = "DIR", description = "where the .md and .svg go (default target/sim-results)")
     Path out;
 
@@ -124,6 +128,13 @@ public final class SimCli implements Runnable {
         }
         int greedy = chosen.indexOf(Comparison.PREFIX_GREEDY);
         chosen.add(greedy < 0 ? chosen.size() : greedy, Comparison.Contender.kvWith(parameters));
+      }
+      if (sessionRows) {
+        for (Comparison.Contender row : List.of(Comparison.Contender.withSessions("kv", "soft"),
+            Comparison.Contender.withSessions("kv", "hard"), Comparison.Contender.withSessions("round_robin", "hard"))) {
+          int greedy = chosen.indexOf(Comparison.PREFIX_GREEDY);
+          chosen.add(greedy < 0 ? chosen.size() : greedy, row);
+        }
       }
       return chosen;
     }

@@ -88,11 +88,9 @@ public final class RoutingPrompts {
       throw invalid("'prompt' must be a string, a list of strings, a list of token ids or a list of such lists");
     }
     List<int[]> encoded = new ArrayList<>(prompts.size());
-    StringBuilder text = new StringBuilder();
     boolean textOnly = true;
     for (Object p : prompts) {
       if (p instanceof String s) {
-        text.append(s);
         encoded.add(tokenizer == null ? null : tokenizer.encode(s, special));
       } else if (p instanceof List<?> ids && !ids.isEmpty()) {
         textOnly = false;
@@ -107,6 +105,10 @@ public final class RoutingPrompts {
           "no tokenizer");
       if (prompts.size() == 1) {
         return first;
+      }
+      StringBuilder text = new StringBuilder(); // the batch's text, as one (its pseudo-tokens count the load)
+      for (Object p : prompts) {
+        text.append((String) p);
       }
       int total = RoutingPrompt.pseudoTokens(text.toString()).length;
       return new RoutingPrompt(null, first.blockHashes(), Math.max(total, first.islTokens()), true, "no tokenizer");

@@ -1,5 +1,6 @@
 package io.kvrouter.core.admission;
 
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.membership.Membership;
 import io.kvrouter.core.membership.RankRecord;
 import io.kvrouter.core.membership.RankReport;
@@ -37,6 +38,9 @@ import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.core.selection.Selector;
+import io.kvrouter.core.selection.SessionAffinity;
+import io.kvrouter.core.policy.SessionConfig;
+import io.kvrouter.core.replication.SessionBinding;
 import io.kvrouter.core.sequences.ActivePrefixIndex;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -81,6 +85,7 @@ public final class AdmissionState implements ReplicationSender.Source {
   private final Membership membership;
   private final BookingLedger ledger;
   private final AdmissionQueue queue;
+  private final SessionBindings sessions = new SessionBindings();
   private final Candidates scratch = new Candidates();
   /** The decode half's candidates of a disaggregated Book. */
   private final Candidates decodeScratch = new Candidates();
@@ -135,6 +140,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     ledger.replicateTo(replication);
     this.queue = new AdmissionQueue(membership.policy().queue());
     queue.replicateTo(replication);
+    sessions.replicateTo(replication);
   }
 
   /**
@@ -152,6 +158,13 @@ public final class AdmissionState implements ReplicationSender.Source {
     AdmissionState state = new AdmissionState(model, settings, clock, overlap, publisher, epoch,
         new BookingLedger(recovered.ledger()), view);
     state.restore(recovered.loads(), recoveryWindow);
+    List<SessionBinding> bindings = new ArrayList<>();
+    for (SessionBinding binding : recovered.sessions()) {
+      if (state.membership.cell(binding.rank()) != null) { // a consistent copy holds no other: its worker's went with it
+        bindings.add(binding);
+      }
+    }
+    state.sessions.restore(bindings);
     state.recoveredQueue = recovered.queued();
     for (QueuedBook book : recovered.queued()) {
       state.queue.rejected(book.policyClass(), RoutingError.RECOVERING);
@@ -305,7 +318,12 @@ public final class AdmissionState implements ReplicationSender.Source {
   public List<SnapshotChunk> replicaSnapshot(long nowMillis, int maxChunkBytes) {
     return SnapshotChunks.cut(model, epoch, replication.seq(), nowMillis, membership.viewState(),
         membership.rankRecords(), ledger.snapshot().bookings(), ledger.highestAttempt(), queue.queuedBooks(),
-        maxChunkBytes);
+        sessions.all(), maxChunkBytes);
+  }
+
+  /** The session bindings, least recently used first. */
+  public List<SessionBinding> sessionBindings() {
+    return sessions.all();
   }
 
   /** The ledger's bookings and highest attempt, e.g. to hand a later incarnation its attempt floor. */
@@ -352,6 +370,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     activePrefix.removeWorker(workerId);
     overlapSource.removeWorker(workerId);
     int dropped = ledger.dropWorker(workerId) + pairsDropped;
+    sessions.dropWorker(workerId);
     dispatch(Trigger.WORKER_REMOVED);
     return dropped;
   }
@@ -372,6 +391,9 @@ public final class AdmissionState implements ReplicationSender.Source {
   public long setPolicy(String policyName, Map<String, String> parameters) {
     long version = membership.setPolicy(policyName, parameters);
     queue.configure(membership.policy().queue());
+    if (!membership.policy().session().enabled()) {
+      sessions.clear();
+    }
     dispatch(Trigger.POLICY);
     return version;
   }
@@ -402,7 +424,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     Booking live = ledger.live(request.requestId());
     if (live != null) {
       ledger.bind(live, nonce, request.retry());
-      return new BookOutcome.Booked(answer(live, true));
+      return new BookOutcome.Booked(answer(live, true, null));
     }
     queue.supersede(request.requestId());
     if (view().isEmpty()) {
@@ -439,19 +461,67 @@ public final class AdmissionState implements ReplicationSender.Source {
   private BookOutcome selectAndBook(SelectionRequest request, long nonce, long now, long queuedMicros,
       String policyClass, QueueWait wait) {
     SelectionView view = view();
+    SessionConfig sessionConfig = membership.policy().session();
+    SessionAffinity session = sessionConfig.enabled() ? request.session() : null;
+    SessionMode mode = session == null ? null : sessionConfig.modeFor(session.mode());
+    SessionBinding binding = session == null ? null : sessions.live(session.sessionId(), now);
+    Rank left = null; // the rank of a binding found invalid before selection
     SelectionResult selection;
     try {
       SelectionRequest admissible = admissible(request);
-      selection = DisaggregatedSelection.select(view, admissible, scratch, decodeScratch, () -> now);
-      if (decisions != null) {
-        decisions.record(DecisionKind.BOOK, view, admissible, scratch, now, wait);
-        if (selection.disaggregated()) {
-          decisions.record(DecisionKind.BOOK_DECODE, view,
-              DisaggregatedSelection.half(view, admissible, WorkerRole.DECODE), decodeScratch, now, wait);
+      if (binding != null && membership.cell(binding.rank()) == null) {
+        sessions.invalidate(session.sessionId()); // its rank is gone (deregister ends its worker's bindings already)
+        left = binding.rank();
+        binding = null;
+      }
+      if (binding != null && recovering() && !reportedSinceRecovery.contains(binding.rank().workerId())) {
+        // keep the session for its worker, which has not reported since the failover yet, rather than move it
+        throw RoutingError.unavailable(RoutingError.RECOVERING, "model '" + RoutingError.echo(model)
+            + "' is recovering its admission state: the worker session '" + RoutingError.echo(session.sessionId())
+            + "' is bound to has not reported load since; retry shortly").toException();
+      }
+      if (binding != null && mode == SessionMode.HARD && admissible.pinnedWorker() == null) {
+        try {
+          selection = select(view, admissible.withPinnedRank(binding.rank()), now, wait);
+        } catch (RoutingException e) {
+          if (!rebindsHard(e.error())) {
+            throw e;
+          }
+          sessions.invalidate(session.sessionId()); // the bound rank is not eligible: rebind, once
+          left = binding.rank();
+          binding = null;
+          selection = select(view, admissible, now, wait);
         }
+      } else if (binding != null && mode == SessionMode.SOFT && admissible.pinnedWorker() == null
+          && membership.policy().policy().scorer() == io.kvrouter.core.policy.Scorer.NONE) {
+        // a policy that weighs no cost (round_robin, random): the preference is to keep the bound rank while it is
+        // eligible, else the policy's pick (rebound)
+        try {
+          selection = select(view, admissible.withPinnedRank(binding.rank()), now, wait);
+        } catch (RoutingException e) {
+          if (RoutingError.RECOVERING.equals(e.error().reason())) {
+            throw e;
+          }
+          selection = select(view, admissible, now, wait);
+        }
+      } else if (binding != null && mode == SessionMode.SOFT) {
+        selection = select(view, admissible.withSession(session.preferring(binding.rank(),
+            sessionConfig.softFactor())), now, wait);
+      } else {
+        selection = select(view, admissible, now, wait);
       }
     } catch (RoutingException e) {
       return new BookOutcome.Rejected(e.error());
+    }
+    SessionOutcome outcome = null;
+    if (session != null) {
+      sessions.bind(session.sessionId(), selection.rank(), now, sessionConfig.idleTtlMillis(),
+          sessionConfig.maxBindings(), left != null);
+      Rank previous = binding != null ? binding.rank() : left;
+      SessionOutcome.Kind kind = previous == null ? SessionOutcome.Kind.BOUND
+          : previous.equals(selection.rank()) ? SessionOutcome.Kind.KEPT : SessionOutcome.Kind.REBOUND;
+      outcome = new SessionOutcome(session.sessionId(), mode, kind,
+          kind == SessionOutcome.Kind.REBOUND ? previous : null);
     }
     long prefill = Math.max(request.islTokens() - selection.cachedTokens(), 0);
     long decode = Scorers.requestBlocks(request.islTokens(), view.blockSize());
@@ -472,7 +542,34 @@ public final class AdmissionState implements ReplicationSender.Source {
     if (booking.decodeRank() != null) {
       overlapSource.onBooked(booking.decodeRank(), booking.sequenceHashes, now);
     }
-    return new BookOutcome.Booked(answer(booking, false));
+    return new BookOutcome.Booked(answer(booking, false, outcome));
+  }
+
+  /**
+   * One selection (a single rank or a prefill/decode pair, {@link DisaggregatedSelection}), recorded for explain
+   * when decisions are kept.
+   */
+  private SelectionResult select(SelectionView view, SelectionRequest request, long now, QueueWait wait) {
+    SelectionResult selection = DisaggregatedSelection.select(view, request, scratch, decodeScratch, () -> now);
+    if (decisions != null) {
+      decisions.record(DecisionKind.BOOK, view, request, scratch, now, wait);
+      if (selection.disaggregated()) {
+        decisions.record(DecisionKind.BOOK_DECODE, view,
+            DisaggregatedSelection.half(view, request, WorkerRole.DECODE), decodeScratch, now, wait);
+      }
+    }
+    return selection;
+  }
+
+  /**
+   * Whether a hard binding's failed pick rebinds the session: its rank is gone, filtered for this request (not
+   * allowed, excluded) or unavailable; an overloaded rank is the bound rank's answer (hard: that rank or nothing),
+   * recovery a transient one.
+   */
+  private static boolean rebindsHard(RoutingError error) {
+    String reason = error.reason();
+    return !RoutingError.PINNED_WORKER_OVERLOADED.equals(reason) && !RoutingError.RECOVERING.equals(reason)
+        && error.code() != RoutingError.Code.DEADLINE_EXCEEDED;
   }
 
   /**
@@ -502,7 +599,7 @@ public final class AdmissionState implements ReplicationSender.Source {
    * A replay carries the rank's load now, not at booking time: the booking may come from an earlier incarnation,
    * whose load records are numbered differently, and a relaying node applies the answer's load to its view.
    */
-  private BookingAnswer answer(Booking booking, boolean replay) {
+  private BookingAnswer answer(Booking booking, boolean replay, SessionOutcome session) {
     SelectionResult selection = booking.selection;
     if (replay) {
       selection = selection.withLoad(membership.cell(booking.rank).booked());
@@ -511,7 +608,7 @@ public final class AdmissionState implements ReplicationSender.Source {
       }
     }
     return new BookingAnswer(selection, booking.requestId, booking.attempt, replay, booking.queuedMicros,
-        booking.leaseExpiresAtMillis, epoch, booking.policyClass);
+        booking.leaseExpiresAtMillis, epoch, booking.policyClass, session);
   }
 
   // ---- fenced mutations
@@ -611,6 +708,7 @@ public final class AdmissionState implements ReplicationSender.Source {
     expired.forEach(this::free);
     expiredBookings += expired.size();
     overlapSource.expire(now);
+    sessions.expire(now);
     dispatch(Trigger.EXPIRY);
     return expired.size();
   }
@@ -753,6 +851,8 @@ public final class AdmissionState implements ReplicationSender.Source {
     }
     return new ModelSnapshot(model, policy.policy().wireName(), policy.toParameters(), membership.viewVersion(),
         view().blockSize(), workerList, bookingList, queue.size(), expiredBookings, epoch, recovering(),
-        queue.snapshot(now, membership.workers().size()));
+        queue.snapshot(now, membership.workers().size()),
+        new ModelSnapshot.SessionsSnapshot(sessions.size(), policy.session().maxBindings(), sessions.counters(),
+            sessions.recent(ModelSnapshot.SessionsSnapshot.MAX_LISTED)));
   }
 }

@@ -58,6 +58,10 @@ public record RoutingError(Code code, String reason, String message, Map<String,
   public static final String TOO_MANY_RANKS = "TOO_MANY_RANKS";
   public static final String TOO_MANY_ITEMS = "TOO_MANY_ITEMS";
   public static final String UNKNOWN_ENUM_VALUE = "UNKNOWN_ENUM_VALUE";
+  /** A worker's or a request's taint is not {@code key} or {@code key=value} of the allowed characters. */
+  public static final String INVALID_TAINT = "INVALID_TAINT";
+  /** No rank the request may reach carries every taint it requires. */
+  public static final String REQUIRED_TAINTS_UNMET = "REQUIRED_TAINTS_UNMET";
   /**
    * UNAVAILABLE (retryable): a recovered admission state admits Books only to workers that reported load since it
    * started, and none has yet.

@@ -127,7 +127,31 @@ public final class Decision {
 
   /** The terms the policy's scorer added up into candidate k's cost (none for policies that ignore cost). */
   private Map<String, Double> costTerms(PolicyConfig policy, Recorded c, int k) {
-    return policy.policy().scorer().terms(Selector.scoring(policy, request, view.blockSize()), c, k);
+    Map<String, Double> terms = policy.policy().scorer().terms(Selector.scoring(policy, request, view.blockSize()), c, k);
+    io.kvrouter.core.selection.PlacementConstraints placement = request.placement();
+    io.kvrouter.core.selection.SessionAffinity session = request.session();
+    boolean tainted = placement != null && !placement.preferredTaints().isEmpty() && request.pinnedWorker() == null
+        && view.rankWorker(ints[k * INTS]).hasTaints(placement.preferredTaints());
+    boolean bound = session != null && session.boundRank() != null
+        && view.rank(ints[k * INTS]).equals(session.boundRank());
+    if (!tainted && !bound) {
+      return terms;
+    }
+    // what Selector.preferTainted, then Selector.preferBoundRank, did to the scorer's cost
+    double scored = 0;
+    for (double term : terms.values()) {
+      scored += term;
+    }
+    Map<String, Double> adjusted = new java.util.LinkedHashMap<>(terms);
+    double afterTaints = scored;
+    if (tainted) {
+      afterTaints = scored * placement.preferredTaintMultiplier();
+      adjusted.put("preferred_taints", afterTaints - scored);
+    }
+    if (bound) {
+      adjusted.put("session_affinity", costs[k] - afterTaints);
+    }
+    return adjusted;
   }
 
   /** The recorded arrays as the scorers read candidates, so the terms come from the scorer's own code. */

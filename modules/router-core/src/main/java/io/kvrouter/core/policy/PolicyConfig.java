@@ -12,7 +12,8 @@ import java.util.Map;
 /**
  * A model's policy and its parameters: Dynamo's KV cost knobs, busy thresholds (overload filtering) and the
  * admission queue ({@link QueueConfig}: its {@code queue_*} keys, {@code max_pending} and {@code class.<name>}
- * definitions). Null thresholds are off. Parameter names on the wire are the snake_case keys of {@link #toParameters}.
+ * definitions) and session affinity ({@link SessionConfig}: its {@code session_*} keys). Null thresholds are off.
+ * Parameter names on the wire are the snake_case keys of {@link #toParameters}.
  *
  * <p>The kv cost's weights ({@link KvPreset#KEYS}) come from a named {@link KvPreset}: {@code kvrouter} (the
  * defaults) or {@code dynamo} (Dynamo's own defaults). Setting {@code preset} resets every weight to that preset's
@@ -37,9 +38,13 @@ public record PolicyConfig(
     double loadBoundFactor,
     double prefillBacklogWeight,
     KvPreset preset,
+    // session affinity (SessionConfig: its session_* keys)
+    SessionConfig session,
+    // conditional disaggregation (DisaggregationConfig: its conditional_disagg_* keys)
     DisaggregationConfig disaggregation) {
 
   public PolicyConfig {
+    session = session == null ? SessionConfig.DEFAULTS : session;
     disaggregation = disaggregation == null ? DisaggregationConfig.OFF : disaggregation;
   }
 
@@ -48,11 +53,23 @@ public record PolicyConfig(
       double hostCacheHitWeight, double diskCacheHitWeight, Double activeDecodeBlocksThreshold,
       Long activePrefillTokensThreshold, Double activePrefillTokensThresholdFrac, QueueConfig queue, Long seed,
       double overlapCreditDecay, double decodeActiveRequestWeight, double sharedCacheMultiplier,
+      double loadBoundFactor, double prefillBacklogWeight, KvPreset preset, SessionConfig session) {
+    this(policy, temperature, overlapCredit, prefillLoadScale, hostCacheHitWeight, diskCacheHitWeight,
+        activeDecodeBlocksThreshold, activePrefillTokensThreshold, activePrefillTokensThresholdFrac, queue, seed,
+        overlapCreditDecay, decodeActiveRequestWeight, sharedCacheMultiplier, loadBoundFactor, prefillBacklogWeight,
+        preset, session, DisaggregationConfig.OFF);
+  }
+
+  /** A config with the default session affinity and without conditional disaggregation. */
+  public PolicyConfig(Policy policy, double temperature, double overlapCredit, double prefillLoadScale,
+      double hostCacheHitWeight, double diskCacheHitWeight, Double activeDecodeBlocksThreshold,
+      Long activePrefillTokensThreshold, Double activePrefillTokensThresholdFrac, QueueConfig queue, Long seed,
+      double overlapCreditDecay, double decodeActiveRequestWeight, double sharedCacheMultiplier,
       double loadBoundFactor, double prefillBacklogWeight, KvPreset preset) {
     this(policy, temperature, overlapCredit, prefillLoadScale, hostCacheHitWeight, diskCacheHitWeight,
         activeDecodeBlocksThreshold, activePrefillTokensThreshold, activePrefillTokensThresholdFrac, queue, seed,
         overlapCreditDecay, decodeActiveRequestWeight, sharedCacheMultiplier, loadBoundFactor, prefillBacklogWeight,
-        preset, DisaggregationConfig.OFF);
+        preset, SessionConfig.DEFAULTS, DisaggregationConfig.OFF);
   }
 
   public static final String TEMPERATURE = "temperature";
@@ -79,7 +96,7 @@ public record PolicyConfig(
     return new PolicyConfig(Policy.KV, 0.0, kv.overlapCredit(), kv.prefillLoadScale(), kv.hostCacheHitWeight(),
         kv.diskCacheHitWeight(), null, null, null, QueueConfig.parse(QueueConfig.defaultParameters()), null,
         kv.overlapCreditDecay(), kv.decodeActiveRequestWeight(), kv.sharedCacheMultiplier(), kv.loadBoundFactor(),
-        kv.prefillBacklogWeight(), kv);
+        kv.prefillBacklogWeight(), kv, SessionConfig.DEFAULTS);
   }
 
   public static PolicyConfig defaults() {
@@ -146,6 +163,7 @@ public record PolicyConfig(
         offOrAtLeastOne(LOAD_BOUND_FACTOR, p.get(LOAD_BOUND_FACTOR)),
         nonNegative(PREFILL_BACKLOG_WEIGHT, p.get(PREFILL_BACKLOG_WEIGHT)),
         KvPreset.fromWireName(p.get(PRESET)),
+        SessionConfig.parse(p),
         DisaggregationConfig.parse(p));
   }
 
@@ -168,6 +186,7 @@ public record PolicyConfig(
     p.put(LOAD_BOUND_FACTOR, Double.toString(loadBoundFactor));
     p.put(PREFILL_BACKLOG_WEIGHT, Double.toString(prefillBacklogWeight));
     p.put(PRESET, preset.wireName());
+    p.putAll(session.parameters());
     p.putAll(disaggregation.parameters());
     return p;
   }

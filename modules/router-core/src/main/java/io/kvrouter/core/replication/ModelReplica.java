@@ -49,6 +49,8 @@ public final class ModelReplica {
   /** The Books waiting in the owner's queue, by nonce. */
   private final LinkedHashMap<Long, QueuedBook> queued = new LinkedHashMap<>();
   private final List<SnapshotChunk> partial = new ArrayList<>();
+  /** The owner's session bindings, by session id. */
+  private final LinkedHashMap<String, SessionBinding> sessions = new LinkedHashMap<>();
 
   public ModelReplica(String model, long heartbeatTimeoutMillis, KvOverlapSource overlap,
       Consumer<SelectionView> publisher) {
@@ -88,6 +90,11 @@ public final class ModelReplica {
   /** The Books waiting in the owner's queue, by nonce. */
   public Map<Long, QueuedBook> queued() {
     return Collections.unmodifiableMap(queued);
+  }
+
+  /** The owner's session bindings, by session id. */
+  public Map<String, SessionBinding> sessions() {
+    return Collections.unmodifiableMap(sessions);
   }
 
   /** Applies the owner's next delta: GAP if it skips a seq or belongs to a newer epoch, STALE if already applied. */
@@ -135,6 +142,12 @@ public final class ModelReplica {
     }
     for (QueuedBook book : delta.queued()) {
       queued.put(book.nonce(), book);
+    }
+    for (String sessionId : delta.sessionsEnded()) {
+      sessions.remove(sessionId);
+    }
+    for (SessionBinding binding : delta.sessions()) {
+      sessions.put(binding.sessionId(), binding);
     }
     highestAttempt = Math.max(highestAttempt, delta.highestAttempt());
     seq = delta.seq();
@@ -201,7 +214,8 @@ public final class ModelReplica {
       return null;
     }
     return new RecoveredState(view, membership.rankRecords(),
-        new LedgerSnapshot(new ArrayList<>(bookings.values()), highestAttempt), seq, new ArrayList<>(queued.values()));
+        new LedgerSnapshot(new ArrayList<>(bookings.values()), highestAttempt), seq, new ArrayList<>(queued.values()),
+        new ArrayList<>(sessions.values()));
   }
 
   /** This copy in chunks (as of its epoch and seq), to hand a recovering actor; empty before the first view. */
@@ -210,7 +224,8 @@ public final class ModelReplica {
       return List.of();
     }
     return SnapshotChunks.cut(model, epoch, seq, nowMillis, view, membership.rankRecords(),
-        new ArrayList<>(bookings.values()), highestAttempt, new ArrayList<>(queued.values()), maxChunkBytes);
+        new ArrayList<>(bookings.values()), highestAttempt, new ArrayList<>(queued.values()),
+        new ArrayList<>(sessions.values()), maxChunkBytes);
   }
 
   /** Drops what the node's overlap source holds past its time to live (the approximate index's TTL). */
@@ -259,6 +274,10 @@ public final class ModelReplica {
     queued.clear();
     for (QueuedBook book : copy.queued()) {
       queued.put(book.nonce(), book);
+    }
+    sessions.clear();
+    for (SessionBinding binding : copy.sessions()) {
+      sessions.put(binding.sessionId(), binding);
     }
     awaitingSnapshot = false;
     lastAppliedAtMillis = nowMillis;

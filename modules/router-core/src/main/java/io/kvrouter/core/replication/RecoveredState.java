@@ -6,14 +6,22 @@ import java.util.List;
 
 /**
  * What a new incarnation of a model's admission state recovers from: a replica's copy as of seq of view's epoch,
- * with the Books that were waiting in the old incarnation's queue ({@code queued}: answered, not resumed).
+ * with the Books that were waiting in the old incarnation's queue ({@code queued}: answered, not resumed) and the
+ * session bindings ({@code sessions}: kept).
  */
 public record RecoveredState(ViewState view, List<RankRecord> loads, LedgerSnapshot ledger, long seq,
-    List<QueuedBook> queued) {
+    List<QueuedBook> queued, List<SessionBinding> sessions) {
 
   public RecoveredState {
     loads = List.copyOf(loads);
     queued = List.copyOf(queued);
+    sessions = sessions == null ? List.of() : List.copyOf(sessions);
+  }
+
+  /** A copy of no session binding. */
+  public RecoveredState(ViewState view, List<RankRecord> loads, LedgerSnapshot ledger, long seq,
+      List<QueuedBook> queued) {
+    this(view, loads, ledger, seq, queued, List.of());
   }
 
   /** A copy with no queued Book. */

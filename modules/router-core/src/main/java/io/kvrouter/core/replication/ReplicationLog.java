@@ -33,6 +33,10 @@ public final class ReplicationLog implements Membership.Changes {
   /** The nonces first queued this interval: one that leaves the queue in the same interval vanishes. */
   private final java.util.HashSet<Long> freshlyQueued = new java.util.HashSet<>();
   private final List<Long> unqueued = new ArrayList<>();
+  /** Session bindings made or refreshed this interval, by session id, as they are now. */
+  private final LinkedHashMap<String, SessionBinding> sessions = new LinkedHashMap<>();
+  /** Sessions whose binding ended this interval (and was not made again since). */
+  private final LinkedHashSet<String> sessionsEnded = new LinkedHashSet<>();
 
   /**
    * @param enabled whether changes are recorded. Off, nothing is recorded and {@link #drain} answers nothing: only to
@@ -60,7 +64,23 @@ public final class ReplicationLog implements Membership.Changes {
 
   public boolean hasChanges() {
     return viewChanged || !dirtyRanks.isEmpty() || !opened.isEmpty() || !changed.isEmpty() || !closed.isEmpty()
-        || !queued.isEmpty() || !unqueued.isEmpty();
+        || !queued.isEmpty() || !unqueued.isEmpty() || !sessions.isEmpty() || !sessionsEnded.isEmpty();
+  }
+
+  /** A session was bound, rebound or its binding refreshed. */
+  public void sessionBound(SessionBinding binding) {
+    if (enabled) {
+      sessionsEnded.remove(binding.sessionId());
+      sessions.put(binding.sessionId(), binding);
+    }
+  }
+
+  /** A session's binding ended (expired, evicted, invalidated, its worker gone). */
+  public void sessionEnded(String sessionId) {
+    if (enabled) {
+      sessions.remove(sessionId);
+      sessionsEnded.add(sessionId);
+    }
   }
 
   /** A Book entered the admission queue. */
@@ -143,7 +163,8 @@ public final class ReplicationLog implements Membership.Changes {
    * What changed since the last drain, as consecutive deltas (seq + 1, + 2, ...) each estimated under
    * {@code maxDeltaBytes} (by {@link SnapshotChunks}' estimate), so a burst of bookings in one interval never makes a
    * message larger than the transport's frame: the view goes first, then closed bookings, opened ones (a booking too
-   * large alone keeps only its leading sequence hashes), changed ones and the load records. Applied in order they
+   * large alone keeps only its leading sequence hashes), changed ones, the load records, the queue's changes and the
+   * session bindings' (ended ones first). Applied in order they
    * yield what one delta would; a replica between two of them holds part of the burst, as it would between two
    * intervals. Empty when nothing changed.
    *
@@ -191,6 +212,14 @@ public final class ReplicationLog implements Membership.Changes {
       pieces.room(SnapshotChunks.queuedBytes(book));
       pieces.queued.add(book);
     }
+    for (String sessionId : sessionsEnded) {
+      pieces.room(SnapshotChunks.sessionEndedBytes(sessionId));
+      pieces.sessionsEnded.add(sessionId);
+    }
+    for (SessionBinding binding : sessions.values()) {
+      pieces.room(SnapshotChunks.sessionBytes(binding));
+      pieces.sessions.add(binding);
+    }
     pieces.cut();
     viewChanged = false;
     dirtyRanks.clear();
@@ -200,6 +229,8 @@ public final class ReplicationLog implements Membership.Changes {
     queued.clear();
     freshlyQueued.clear();
     unqueued.clear();
+    sessions.clear();
+    sessionsEnded.clear();
     return pieces.deltas;
   }
 
@@ -229,6 +260,8 @@ public final class ReplicationLog implements Membership.Changes {
     List<RankRecord> loads = new ArrayList<>();
     List<QueuedBook> queued = new ArrayList<>();
     List<Long> unqueued = new ArrayList<>();
+    List<SessionBinding> sessions = new ArrayList<>();
+    List<String> sessionsEnded = new ArrayList<>();
     long size;
 
     Pieces(long nowMillis, long highestAttempt, int maxBytes) {
@@ -241,7 +274,7 @@ public final class ReplicationLog implements Membership.Changes {
     /** Makes room for an item of {@code bytes}: cuts the current delta first if the item would not fit in it. */
     void room(int bytes) {
       boolean empty = view == null && closed.isEmpty() && opened.isEmpty() && changed.isEmpty() && loads.isEmpty()
-          && queued.isEmpty() && unqueued.isEmpty();
+          && queued.isEmpty() && unqueued.isEmpty() && sessions.isEmpty() && sessionsEnded.isEmpty();
       if (!empty && size + bytes > maxBytes) {
         cut();
       }
@@ -250,7 +283,7 @@ public final class ReplicationLog implements Membership.Changes {
 
     void cut() {
       deltas.add(new ReplicaDelta(model, epoch, ++seq, nowMillis, view, loads, closed, opened, changed,
-          highestAttempt, queued, unqueued));
+          highestAttempt, queued, unqueued, sessions, sessionsEnded));
       view = null;
       closed = new ArrayList<>();
       opened = new ArrayList<>();
@@ -258,6 +291,8 @@ public final class ReplicationLog implements Membership.Changes {
       loads = new ArrayList<>();
       queued = new ArrayList<>();
       unqueued = new ArrayList<>();
+      sessions = new ArrayList<>();
+      sessionsEnded = new ArrayList<>();
       size = SnapshotChunks.deltaBaseBytes(model);
     }
   }

@@ -43,6 +43,7 @@ public final class SnapshotChunks {
   private static final int CLOSED_KEYS = keys(ClosedBooking.class);
   private static final int CHANGE_KEYS = keys(BookingChange.class);
   private static final int QUEUED_KEYS = keys(QueuedBook.class);
+  private static final int SESSION_KEYS = keys(SessionBinding.class);
 
   private SnapshotChunks() {}
 
@@ -61,9 +62,19 @@ public final class SnapshotChunks {
   public static List<SnapshotChunk> cut(String model, long epoch, long seq, long sentAtMillis, ViewState view,
       List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt, List<QueuedBook> queued,
       int maxChunkBytes) {
+    return cut(model, epoch, seq, sentAtMillis, view, loads, bookings, highestAttempt, queued, List.of(),
+        maxChunkBytes);
+  }
+
+  /** As above, with the session bindings (after the queued Books). */
+  public static List<SnapshotChunk> cut(String model, long epoch, long seq, long sentAtMillis, ViewState view,
+      List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt, List<QueuedBook> queued,
+      List<SessionBinding> sessions, int maxChunkBytes) {
     int header = (int) baseBytes(model, null, List.of());
     List<List<LedgerSnapshot.Entry>> parts = new ArrayList<>();
     List<List<QueuedBook>> queuedParts = new ArrayList<>();
+    List<List<SessionBinding>> sessionParts = new ArrayList<>();
+    List<SessionBinding> currentSessions = new ArrayList<>();
     List<LedgerSnapshot.Entry> current = new ArrayList<>();
     List<QueuedBook> currentQueued = new ArrayList<>();
     long size = baseBytes(model, view, loads);
@@ -73,6 +84,8 @@ public final class SnapshotChunks {
       if (size + bytes > maxChunkBytes && (!current.isEmpty() || parts.isEmpty())) {
         parts.add(current);
         queuedParts.add(currentQueued);
+        sessionParts.add(currentSessions);
+        currentSessions = new ArrayList<>();
         current = new ArrayList<>();
         currentQueued = new ArrayList<>();
         size = header;
@@ -85,6 +98,8 @@ public final class SnapshotChunks {
       if (size + bytes > maxChunkBytes && (!current.isEmpty() || !currentQueued.isEmpty() || parts.isEmpty())) {
         parts.add(current);
         queuedParts.add(currentQueued);
+        sessionParts.add(currentSessions);
+        currentSessions = new ArrayList<>();
         current = new ArrayList<>();
         currentQueued = new ArrayList<>();
         size = header;
@@ -92,13 +107,29 @@ public final class SnapshotChunks {
       currentQueued.add(book);
       size += bytes;
     }
+    for (SessionBinding binding : sessions) {
+      int bytes = sessionBytes(binding);
+      if (size + bytes > maxChunkBytes && (!current.isEmpty() || !currentQueued.isEmpty()
+          || !currentSessions.isEmpty() || parts.isEmpty())) {
+        parts.add(current);
+        queuedParts.add(currentQueued);
+        sessionParts.add(currentSessions);
+        current = new ArrayList<>();
+        currentQueued = new ArrayList<>();
+        currentSessions = new ArrayList<>();
+        size = header;
+      }
+      currentSessions.add(binding);
+      size += bytes;
+    }
     parts.add(current);
     queuedParts.add(currentQueued);
+    sessionParts.add(currentSessions);
     int count = parts.size();
     List<SnapshotChunk> chunks = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
       chunks.add(new SnapshotChunk(model, epoch, seq, i, count, sentAtMillis, i == 0 ? view : null,
-          i == 0 ? loads : List.of(), parts.get(i), highestAttempt, queuedParts.get(i)));
+          i == 0 ? loads : List.of(), parts.get(i), highestAttempt, queuedParts.get(i), sessionParts.get(i)));
     }
     return chunks;
   }
@@ -138,16 +169,18 @@ public final class SnapshotChunks {
     }
     List<LedgerSnapshot.Entry> bookings = new ArrayList<>();
     List<QueuedBook> queued = new ArrayList<>();
+    List<SessionBinding> sessions = new ArrayList<>();
     for (int i = 0; i < byIndex.length; i++) {
       if (byIndex[i] == null) {
         throw new IllegalArgumentException("chunk " + i + " of " + byIndex.length + " missing");
       }
       bookings.addAll(byIndex[i].bookings());
       queued.addAll(byIndex[i].queued());
+      sessions.addAll(byIndex[i].sessions());
     }
     SnapshotChunk head = byIndex[0];
     return new RecoveredState(head.view(), head.loads(), new LedgerSnapshot(bookings, head.highestAttempt()),
-        head.seq(), queued);
+        head.seq(), queued, sessions);
   }
 
   private static String stamp(SnapshotChunk chunk) {
@@ -165,6 +198,9 @@ public final class SnapshotChunks {
     for (QueuedBook book : chunk.queued()) {
       size += queuedBytes(book);
     }
+    for (SessionBinding binding : chunk.sessions()) {
+      size += sessionBytes(binding);
+    }
     return (int) Math.min(Integer.MAX_VALUE, size);
   }
 
@@ -174,7 +210,7 @@ public final class SnapshotChunks {
    */
   private static long baseBytes(String model, ViewState view, List<RankRecord> loads) {
     long size = HEADER + CHUNK_KEYS + string(model) + 6 * NUMBER + (view == null ? SMALL : viewBytes(view))
-        + HEADER + HEADER + HEADER;
+        + HEADER + HEADER + HEADER + HEADER;
     for (RankRecord load : loads) {
       size += rankRecordBytes(load);
     }
@@ -200,12 +236,26 @@ public final class SnapshotChunks {
       size += queuedBytes(book);
     }
     size += (long) NUMBER * delta.unqueued().size();
+    for (SessionBinding binding : delta.sessions()) {
+      size += sessionBytes(binding);
+    }
+    for (String sessionId : delta.sessionsEnded()) {
+      size += sessionEndedBytes(sessionId);
+    }
     return (int) Math.min(Integer.MAX_VALUE, size);
   }
 
   /** A delta without its lists' items: its keys, model, numbers and the lists' headers. */
   static int deltaBaseBytes(String model) {
-    return HEADER + DELTA_KEYS + string(model) + 4 * NUMBER + SMALL + 6 * HEADER;
+    return HEADER + DELTA_KEYS + string(model) + 4 * NUMBER + SMALL + 8 * HEADER;
+  }
+
+  static int sessionBytes(SessionBinding binding) {
+    return HEADER + SESSION_KEYS + string(binding.sessionId()) + rankBytes(binding.rank()) + 3 * NUMBER;
+  }
+
+  static int sessionEndedBytes(String sessionId) {
+    return string(sessionId);
   }
 
   static int queuedBytes(QueuedBook book) {
@@ -236,7 +286,10 @@ public final class SnapshotChunks {
     int size = HEADER + VIEW_KEYS + string(view.model()) + 2 * NUMBER + string(view.policy()) + HEADER + HEADER;
     for (WorkerConfig worker : view.workers()) {
       size += HEADER + WORKER_KEYS + string(worker.workerId()) + 5 * NUMBER + string(worker.endpoint())
-          + string(worker.region()) + string(worker.role().name()) + HEADER;
+          + string(worker.region()) + string(worker.role().name()) + HEADER + HEADER;
+      for (String taint : worker.taints()) {
+        size += string(taint);
+      }
       for (String adapter : worker.loraAdapters()) {
         size += string(adapter);
       }

@@ -10,7 +10,9 @@ import java.util.function.LongSupplier;
  * the request accepts; {@link #plan} which the model allows). The decode half is chosen first, on load only (overlap
  * credit 0, no prefill load: the prefill happens elsewhere), so that conditional disaggregation
  * ({@link io.kvrouter.core.policy.DisaggregationConfig}) can judge the prompt left uncached on it; then the prefill
- * half by the policy's full cost. A request pinning a worker pins the half of that worker's role.
+ * half by the policy's full cost. A request pinning a worker pins the half of that worker's role (so does a hard
+ * session binding, which names the rank a Book's answer leads with: the prefill rank of a pair); placement
+ * constraints and a session's soft preference apply to both halves.
  */
 public final class DisaggregatedSelection {
   private DisaggregatedSelection() {}
@@ -114,14 +116,14 @@ public final class DisaggregatedSelection {
             request.islTokens(), request.expectedOutputTokens(), null, null, request.allowedWorkers(),
             request.excludedWorkers(), request.priority(), request.temperature(), request.overlapCredit(),
             request.prefillLoadScale(), request.strictPriority(), request.policyClass(), request.retry(),
-            request.loraName(), request.disaggregation());
+            request.session(), request.placement(), request.loraName(), request.disaggregation());
       }
     }
     if (role == WorkerRole.DECODE) {
       out = new SelectionRequest(out.model(), out.requestId(), out.blockHashes(), out.islTokens(),
           out.expectedOutputTokens(), out.pinnedWorker(), out.pinnedDpRank(), out.allowedWorkers(),
           out.excludedWorkers(), out.priority(), out.temperature(), 0.0, 0.0, out.strictPriority(), out.policyClass(),
-          out.retry(), out.loraName(), out.disaggregation());
+          out.retry(), out.session(), out.placement(), out.loraName(), out.disaggregation());
     }
     return out;
   }

@@ -12,6 +12,8 @@ public enum FilterReason {
   UNAVAILABLE,
   /** The rank is above one of the policy's busy thresholds. */
   OVERLOADED,
+  /** The rank's worker lacks one of the request's required taints. */
+  MISSING_TAINTS,
   /** The rank's worker serves another phase than the one being chosen (prefill, decode or aggregated). */
   ROLE,
   /** The request's LoRA adapter is loaded on other workers, and not on this rank's. */

@@ -20,8 +20,8 @@ public final class LoadProjection {
 
   /**
    * Projects every eligible rank's load into {@code out} and applies the rejection rules in Dynamo's order: pinned
-   * not allowed (or excluded) → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else no
-   * endpoints.
+   * not allowed (or excluded) → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else required taints
+   * unmet (when a rank lacked one), else no endpoints.
    *
    * @throws RoutingException when no candidate remains
    */
@@ -75,7 +75,9 @@ public final class LoadProjection {
     int eligibleIgnoringOverload = 0;
     // the common request names no worker: test the filters per rank only when it does
     boolean byRole = view.workerCount(role) != view.workers().size();
-    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole;
+    Set<String> required = request.placement() == null ? Set.of() : request.placement().requiredTaints();
+    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole || !required.isEmpty();
+    int missingTaints = 0;
     boolean thresholds = hasThresholds(policy);
     long nowMillis = NOT_READ;
     for (int i = 0; i < ranks; i++) {
@@ -96,6 +98,11 @@ public final class LoadProjection {
         }
         if (!excluded.isEmpty() && excluded.contains(rank.workerId())) {
           out.filter(i, FilterReason.EXCLUDED);
+          continue;
+        }
+        if (!required.isEmpty() && !view.rankWorker(i).hasTaints(required)) {
+          out.filter(i, FilterReason.MISSING_TAINTS);
+          missingTaints++;
           continue;
         }
       }
@@ -129,6 +136,11 @@ public final class LoadProjection {
             "all " + eligibleIgnoringOverload + " eligible ranks of model '"
                 + RoutingError.echo(view.model()) + "' are overloaded")
             .toException();
+      }
+      if (missingTaints > 0) {
+        throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.REQUIRED_TAINTS_UNMET,
+            "no eligible worker of model '" + RoutingError.echo(view.model()) + "' carries every required taint "
+                + required + " (" + missingTaints + " ranks lack one)").toException();
       }
       throw RoutingError.unavailable(RoutingError.NO_ENDPOINTS,
           "no eligible worker for model '" + RoutingError.echo(view.model()) + "'").toException();

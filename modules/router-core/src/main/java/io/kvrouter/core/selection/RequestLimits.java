@@ -236,6 +236,11 @@ public record RequestLimits(int maxTokens, int maxOutputTokens, int maxRanksPerW
     requireId("request_id", requestId, RoutingError.EMPTY_REQUEST_ID);
   }
 
+  /** A session id (empty: no session) is at most {@link #MAX_ID_LENGTH} characters. */
+  public static void requireSessionId(String sessionId) {
+    requireLength("session_id", sessionId, MAX_ID_LENGTH);
+  }
+
   /** A region named by a call (empty: the node's own) is at most {@link #MAX_ID_LENGTH} characters. */
   public static void requireRegion(String region) {
     requireLength("region", region, MAX_ID_LENGTH);

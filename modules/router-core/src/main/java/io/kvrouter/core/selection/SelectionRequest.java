@@ -18,6 +18,9 @@ import java.util.Set;
  * <p>{@code retry} is how many times the client sent this Book before after losing its answer: it decides which of
  * a booking's calls hold it (a call numbered higher supersedes the earlier ones; see {@code Booking}).
  *
+ * <p>{@code session} (null: none) is the request's session and the affinity it asks for ({@link SessionAffinity});
+ * {@code placement} (null: none) its required and preferred taints ({@link PlacementConstraints}).
+ *
  * <p>{@code loraName} is the LoRA adapter the request runs with ("" for the base model): selection narrows to the
  * workers that have it loaded, or places a cold adapter on one worker ({@link LoraPlacement}).
  * {@code disaggregation} says how a Book uses prefill and decode workers ({@link Disaggregation}).
@@ -39,6 +42,8 @@ public record SelectionRequest(
     int strictPriority,
     String policyClass,
     int retry,
+    SessionAffinity session,
+    PlacementConstraints placement,
     String loraName,
     Disaggregation disaggregation) {
 
@@ -51,6 +56,7 @@ public record SelectionRequest(
     excludedWorkers = excludedWorkers == null ? Set.of() : excludedWorkers;
     policyClass = policyClass == null ? "" : policyClass;
     retry = Math.max(0, retry);
+    placement = placement == null || placement.isEmpty() ? null : placement;
     loraName = loraName == null ? "" : loraName;
     disaggregation = disaggregation == null ? Disaggregation.AUTO : disaggregation;
   }
@@ -59,10 +65,40 @@ public record SelectionRequest(
   public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
       String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
       int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass, int retry, SessionAffinity session, PlacementConstraints placement) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
+        session, placement, "", Disaggregation.AUTO);
+  }
+
+  /** A request of no session and no placement constraint. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass, int retry, String loraName, Disaggregation disaggregation) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
+        null, null, loraName, disaggregation);
+  }
+
+  /** A request of no placement constraint, of the base model. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
+      String policyClass, int retry, SessionAffinity session) {
+    this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
+        excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
+        session, null, "", Disaggregation.AUTO);
+  }
+
+  /** A request of no session, of the base model. */
+  public SelectionRequest(String model, String requestId, long[] blockHashes, int islTokens, int expectedOutputTokens,
+      String pinnedWorker, Integer pinnedDpRank, Set<String> allowedWorkers, Set<String> excludedWorkers,
+      int priority, Double temperature, Double overlapCredit, Double prefillLoadScale, int strictPriority,
       String policyClass, int retry) {
     this(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank, allowedWorkers,
         excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority, policyClass, retry,
-        "", Disaggregation.AUTO);
+        null, null, "", Disaggregation.AUTO);
   }
 
   /** A first send (retry 0). */
@@ -94,48 +130,69 @@ public record SelectionRequest(
   public SelectionRequest withRequestId(String id) {
     return new SelectionRequest(model, id, blockHashes, islTokens, expectedOutputTokens, pinnedWorker, pinnedDpRank,
         allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry, loraName, disaggregation);
+        policyClass, retry, session, placement, loraName, disaggregation);
   }
 
   /** This request with {@code excluded} as its excluded workers. */
   public SelectionRequest withExcludedWorkers(Set<String> excluded) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excluded, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry, loraName, disaggregation);
+        policyClass, retry, session, placement, loraName, disaggregation);
   }
 
   /** This request with {@code allowed} as its allowed workers (recovery mode's admissible workers too). */
   public SelectionRequest withAllowedWorkers(Set<String> allowed) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowed, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, strictPriority,
-        policyClass, retry, loraName, disaggregation);
+        policyClass, retry, session, placement, loraName, disaggregation);
   }
 
   /** This request in strict tier {@code tier} of the class or family {@code policyClassName}. */
   public SelectionRequest withQueueing(int tier, String policyClassName) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale, tier,
-        policyClassName, 0, loraName, disaggregation);
+        policyClassName, retry, session, placement, loraName, disaggregation);
   }
 
   /** This request with the LoRA adapter {@code name} ("" or null: the base model). */
   public SelectionRequest withLoraName(String name) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
-        strictPriority, policyClass, retry, name, disaggregation);
+        strictPriority, policyClass, retry, session, placement, name, disaggregation);
   }
 
   /** This request booked as {@code mode} says. */
   public SelectionRequest withDisaggregation(Disaggregation mode) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
-        strictPriority, policyClass, retry, loraName, mode);
+        strictPriority, policyClass, retry, session, placement, loraName, mode);
   }
 
   /** This request as its client's {@code n}-th retry. */
   public SelectionRequest withRetry(int n) {
     return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
         pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
-        strictPriority, policyClass, n);
+        strictPriority, policyClass, n, session, placement, loraName, disaggregation);
+  }
+
+  /** This request in {@code affinity}'s session (null: none). */
+  public SelectionRequest withSession(SessionAffinity affinity) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, affinity, placement, loraName, disaggregation);
+  }
+
+  /** This request pinned to {@code rank} (a hard session binding). */
+  public SelectionRequest withPinnedRank(io.kvrouter.core.model.Rank rank) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, rank.workerId(),
+        rank.dpRank(), allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, session, placement, loraName, disaggregation);
+  }
+
+  /** This request under {@code constraints} (null: none). */
+  public SelectionRequest withPlacement(PlacementConstraints constraints) {
+    return new SelectionRequest(model, requestId, blockHashes, islTokens, expectedOutputTokens, pinnedWorker,
+        pinnedDpRank, allowedWorkers, excludedWorkers, priority, temperature, overlapCredit, prefillLoadScale,
+        strictPriority, policyClass, retry, session, constraints, loraName, disaggregation);
   }
 }

@@ -1,5 +1,6 @@
 package io.kvrouter.core.selection;
 
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.hashing.BlockHasher;
 import java.util.Collection;
@@ -103,6 +104,57 @@ public final class SelectionRequests {
         in.disaggregation());
     limits.validate(request, forBook);
     return request;
+  }
+
+  /**
+   * {@code request} in the session {@code sessionId} asks for, in {@code mode} (null: the model's); unchanged when
+   * the id is empty. Every transport maps its session header or field through here.
+   *
+   * @throws io.kvrouter.core.error.RoutingException INVALID_ARGUMENT FIELD_TOO_LONG for an id above 256 characters
+   */
+  public static SelectionRequest withSession(SelectionRequest request, String sessionId, SessionMode mode) {
+    if (sessionId == null || sessionId.isEmpty()) {
+      return request;
+    }
+    RequestLimits.requireSessionId(sessionId);
+    return request.withSession(SessionAffinity.of(sessionId, mode));
+  }
+
+  /**
+   * {@code request} under the placement constraints a transport decoded (empty collections: none).
+   *
+   * @param preferredTaintMultiplier null: {@link PlacementConstraints#DEFAULT_PREFERRED_TAINT_MULTIPLIER}
+   * @throws io.kvrouter.core.error.RoutingException INVALID_ARGUMENT INVALID_TAINT for a malformed taint,
+   *     TOO_MANY_ITEMS for more than 32 of a kind, MALFORMED for a multiplier outside [0, 1]
+   */
+  public static SelectionRequest withPlacement(SelectionRequest request, Collection<String> requiredTaints,
+      Collection<String> preferredTaints, Double preferredTaintMultiplier) {
+    Set<String> required = io.kvrouter.core.model.Taints.parse("required_taints", requiredTaints);
+    Set<String> preferred = io.kvrouter.core.model.Taints.parse("preferred_taints", preferredTaints);
+    double multiplier = preferredTaintMultiplier == null
+        ? PlacementConstraints.DEFAULT_PREFERRED_TAINT_MULTIPLIER : preferredTaintMultiplier;
+    if (!(multiplier >= 0 && multiplier <= 1)) {
+      throw RoutingError.invalid(RoutingError.MALFORMED, "preferred_taint_multiplier must be in [0, 1], got "
+          + multiplier).toException();
+    }
+    if (required.isEmpty() && preferred.isEmpty()) {
+      return request;
+    }
+    return request.withPlacement(new PlacementConstraints(required, preferred, multiplier));
+  }
+
+  /**
+   * The session mode a transport's text names ("soft", "hard"; empty or "default": the model's).
+   *
+   * @throws io.kvrouter.core.error.RoutingException INVALID_ARGUMENT UNKNOWN_ENUM_VALUE for any other text
+   */
+  public static SessionMode sessionMode(String text) {
+    SessionMode mode = SessionMode.fromWireName(text);
+    if (mode == null) {
+      throw RoutingError.invalid(RoutingError.UNKNOWN_ENUM_VALUE, "session mode '" + RoutingError.echo(text)
+          + "' is not one of soft, hard, default").toException();
+    }
+    return mode;
   }
 
   /** The request's sequence hashes: hashed from its tokens, or chained from the local block hashes it sent. */

@@ -39,6 +39,8 @@ public final class Selector {
     }
     LoadProjection.projectWorkerLoads(view, request, scratch, clock, role);
     computeCosts(view, request, scratch);
+    preferTainted(view, request, scratch);
+    preferBoundRank(view, request, scratch);
     int chosen = view.picker().pick(scratch);
     scratch.choose(chosen);
     return SelectionAnswers.build(view, request, scratch, chosen);
@@ -58,6 +60,45 @@ public final class Selector {
     }
     scorer.score(scoring(policy, request, view.blockSize()), c);
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
+  }
+
+  /**
+   * Preferred taints ({@link PlacementConstraints}): a candidate whose worker carries every one has its cost
+   * multiplied by the request's multiplier (costs are non-negative). Not for a pinned request, as in Dynamo.
+   */
+  static void preferTainted(SelectionView view, SelectionRequest request, Candidates c) {
+    PlacementConstraints placement = request.placement();
+    if (placement == null || placement.preferredTaints().isEmpty() || request.pinnedWorker() != null) {
+      return;
+    }
+    for (int i = 0; i < c.size(); i++) {
+      if (view.rankWorker(c.rankIndex(i)).hasTaints(placement.preferredTaints())) {
+        c.setCost(i, c.cost(i) * placement.preferredTaintMultiplier());
+      }
+    }
+  }
+
+  /**
+   * A soft session binding ({@link SessionAffinity#boundRank}): the bound rank's cost counts {@code softFactor} times,
+   * and one step less, so it also wins ties (a cost of 0 too). Nothing when the rank is not a candidate.
+   */
+  static void preferBoundRank(SelectionView view, SelectionRequest request, Candidates c) {
+    SessionAffinity session = request.session();
+    if (session == null || session.boundRank() == null) {
+      return;
+    }
+    int bound = view.indexOf(session.boundRank());
+    for (int i = 0; i < c.size(); i++) {
+      if (c.rankIndex(i) == bound) {
+        c.setCost(i, preferredCost(c.cost(i), session.softFactor()));
+        return;
+      }
+    }
+  }
+
+  /** The cost of a softly bound rank whose own cost is {@code cost}. */
+  public static double preferredCost(double cost, double softFactor) {
+    return Math.nextDown(softFactor * cost);
   }
 
   /**

@@ -5,11 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.load.RankLoad;
 import io.kvrouter.core.model.Rank;
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SelectionRequests;
 import io.kvrouter.core.selection.SelectionResult;
+import io.kvrouter.core.selection.SessionAffinity;
 import io.kvrouter.core.testkit.LedgerInvariants;
 import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.testkit.Requests;
@@ -285,5 +288,46 @@ class DisaggregatedBookingTest {
       assertThat(recovered.view().cell(i).booked()).extracting(RankLoad::inFlight, RankLoad::prefillTokens,
           RankLoad::decodeBlocks).containsExactly(0, 0L, 0L);
     }
+  }
+
+  @Test
+  void aHardSessionKeepsItsPairsPrefillRankWhileTheDecodeRankIsChosenOnLoadEachTurn() {
+    AdmissionState state = pd();
+    state.setPolicy("least_in_flight", Map.of("seed", "7"));
+    SessionAffinity session = SessionAffinity.of("conversation", SessionMode.HARD);
+    BookingAnswer first = booked(state.book(request("t0", 100, Disaggregation.AUTO).withSession(session), 1, 0));
+    assertThat(first.selection().disaggregated()).isTrue();
+    assertThat(first.session().kind()).isEqualTo(SessionOutcome.Kind.BOUND);
+    Rank prefill = first.selection().rank();
+    java.util.Set<String> decodeWorkers = new java.util.HashSet<>();
+    decodeWorkers.add(first.selection().decode().rank().workerId());
+    for (int turn = 1; turn <= 3; turn++) {
+      // nothing is released: least_in_flight alone would move the prefill to the idle prefill worker
+      BookingAnswer next = booked(state.book(request("t" + turn, 100, Disaggregation.AUTO).withSession(session),
+          1 + turn, 0));
+      assertThat(next.selection().rank()).as("turn %d's prefill rank", turn).isEqualTo(prefill);
+      assertThat(next.session().kind()).isEqualTo(SessionOutcome.Kind.KEPT);
+      assertThat(next.selection().decode()).isNotNull();
+      decodeWorkers.add(next.selection().decode().rank().workerId());
+    }
+    assertThat(decodeWorkers).as("decode ranks, spread by load").containsExactlyInAnyOrder("d1", "d2");
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
+  @Test
+  void requiredTaintsFilterBothHalvesOfAPair() {
+    java.util.Set<String> h100 = java.util.Set.of("gpu=h100");
+    AdmissionState state = state(worker("p1", WorkerRole.PREFILL).withTaints(h100), worker("p2", WorkerRole.PREFILL),
+        worker("d1", WorkerRole.DECODE), worker("d2", WorkerRole.DECODE).withTaints(h100));
+    for (int i = 0; i < 3; i++) {
+      SelectionRequest constrained = SelectionRequests.withPlacement(request("r" + i, 100, Disaggregation.AUTO),
+          java.util.List.of("gpu=h100"), java.util.List.of(), null);
+      SelectionResult selection = booked(state.book(constrained, 1 + i, 0)).selection();
+      assertThat(selection.rank().workerId()).isEqualTo("p1");
+      assertThat(selection.decode().rank().workerId()).isEqualTo("d2");
+    }
+    SelectionRequest unmet = SelectionRequests.withPlacement(request("x", 100, Disaggregation.AUTO),
+        java.util.List.of("gpu=b200"), java.util.List.of(), null);
+    assertThat(rejected(state.book(unmet, 9, 0)).reason()).isEqualTo(RoutingError.REQUIRED_TAINTS_UNMET);
   }
 }

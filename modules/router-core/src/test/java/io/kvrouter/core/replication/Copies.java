@@ -33,6 +33,7 @@ final class Copies {
     state.put("highestAttempt", owner.ledgerSnapshot().highestAttempt());
     state.put("activePrefix", activePrefix(owner.view(), probes));
     state.put("queued", owner.queuedBooks().toString());
+    state.put("sessions", sessions(owner.sessionBindings()));
     return state;
   }
 
@@ -53,12 +54,21 @@ final class Copies {
     state.put("highestAttempt", copy.ledger().highestAttempt());
     state.put("activePrefix", activePrefix(replica.view(), probes));
     state.put("queued", copy.queued().toString());
+    state.put("sessions", sessions(copy.sessions()));
     return state;
   }
 
   /** The owner's state as a replica that is up to date would show it ("empty" when it has no worker). */
   static Map<String, Object> expected(AdmissionState owner, List<long[]> probes) {
     return owner.viewState().workers().isEmpty() ? Map.of("empty", true) : ofOwner(owner, probes);
+  }
+
+  private static Map<String, String> sessions(List<SessionBinding> bindings) {
+    Map<String, String> out = new TreeMap<>();
+    for (SessionBinding binding : bindings) {
+      out.put(binding.sessionId(), binding.toString());
+    }
+    return out;
   }
 
   private static String describe(ViewState view) {

@@ -13,6 +13,8 @@ import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.KvOverlapSource;
 import io.kvrouter.core.selection.SelectionRequest;
+import io.kvrouter.core.selection.SessionAffinity;
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.testkit.ManualClock;
 import io.kvrouter.core.testkit.Replication;
 import java.time.Duration;
@@ -26,7 +28,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Owner state → deltas → replica: under random sequences of every command, with deltas drained at random points, the
  * replica equals the owner (workers, policy, every rank's booked and reported load, live bookings, active prefixes,
- * queued Books: queueing is switched on and off at random) after every delta; a delta applied twice changes nothing; a dropped delta makes the next one a GAP, and a snapshot
+ * queued Books: queueing is switched on and off at random; session bindings, made, refreshed, moved, expired and
+ * evicted at random) after every delta; a delta applied twice changes nothing; a dropped delta makes the next one a GAP, and a snapshot
  * restores equality.
  */
 class ReplicationConvergenceTest {
@@ -83,7 +86,7 @@ class ReplicationConvergenceTest {
               16 * hashes.length + random.nextInt(16), 0, null, null, null, null, random.nextInt(3), null, null, null,
               random.nextInt(2), random.nextBoolean() ? "" : "gold").withDisaggregation(
                   Disaggregation.values()[random.nextInt(Disaggregation.values().length)])
-              .withLoraName(random.nextInt(4) == 0 ? "sql" : ""), nonce,
+              .withLoraName(random.nextInt(4) == 0 ? "sql" : "").withSession(session()), nonce,
               random.nextInt(3) == 0 ? clock.millis() + random.nextInt(50) : 0, "caller-" + nonce);
           if (outcome instanceof BookOutcome.Queued) {
             queuedOnce = true;
@@ -116,7 +119,10 @@ class ReplicationConvergenceTest {
           owner.setPolicy(POLICIES[random.nextInt(POLICIES.length)], Map.of("seed", seed,
               "queue_prefill_tokens_threshold", queueing, "class.gold",
               random.nextBoolean() ? "" : "quantum=" + (1 + random.nextInt(100)),
-              "conditional_disagg_isl_threshold", random.nextBoolean() ? "" : Integer.toString(random.nextInt(64))));
+              "conditional_disagg_isl_threshold", random.nextBoolean() ? "" : Integer.toString(random.nextInt(64)),
+              "session_ttl_ms", random.nextInt(4) == 0 ? "0" : Integer.toString(20 + random.nextInt(200)),
+              "session_max_bindings", Integer.toString(1 + random.nextInt(5)),
+              "session_mode", random.nextBoolean() ? "soft" : "hard"));
           owner.drainCompletions();
         } else if (op < 92) {
           List<QueuedBook> waiting = owner.queuedBooks();
@@ -132,6 +138,15 @@ class ReplicationConvergenceTest {
       } catch (RoutingException e) {
         // unknown worker, no endpoint: the command changed nothing
       }
+    }
+
+    /** One of a few sessions in a random mode, or none. */
+    SessionAffinity session() {
+      if (random.nextInt(4) == 0) {
+        return null;
+      }
+      SessionMode[] modes = SessionMode.values();
+      return SessionAffinity.of("s" + random.nextInt(7), modes[random.nextInt(modes.length)]);
     }
 
     LedgerSnapshot.Entry anyLive() {
@@ -168,6 +183,7 @@ class ReplicationConvergenceTest {
     int deltas = 0;
     int queuing = 0;
     int pairs = 0;
+    int sessions = 0;
     for (long seed = 0; seed < RUNS; seed++) {
       Run run = new Run(seed);
       run.snapshotTo(4096); // a new peer starts from a full copy
@@ -183,10 +199,12 @@ class ReplicationConvergenceTest {
       deltas += run.applied;
       queuing += run.queuedOnce ? 1 : 0;
       pairs += run.pairs;
+      sessions += run.owner.sessionBindings().isEmpty() ? 0 : 1;
     }
     assertThat(deltas).as("deltas applied over all runs").isGreaterThan(RUNS * 20);
     assertThat(pairs).as("prefill/decode pairs booked over all runs").isGreaterThan(RUNS * 5);
     assertThat(queuing).as("runs in which some Book waited").isGreaterThan(RUNS / 4);
+    assertThat(sessions).as("runs that ended holding session bindings").isGreaterThan(RUNS / 4);
   }
 
   @Test

@@ -26,7 +26,8 @@ final class EngineClient {
   private final Http http;
   private final ConnectionPoolSettings pool;
   private final LoggingAdapter log;
-  private final Map<String, String> baseUrls = new ConcurrentHashMap<>();
+  /** Parsed engine URLs by endpoint, then path. */
+  private final Map<String, Map<String, Uri>> uris = new ConcurrentHashMap<>();
 
   EngineClient(ActorSystem<?> system, FrontSettings settings) {
     this.http = Http.get(Adapter.toClassic(system));
@@ -53,18 +54,30 @@ final class EngineClient {
     return http.singleRequest(request, http.defaultClientHttpsContext(), pool, log);
   }
 
-  /** The engine's URL for {@code path}: an endpoint registered as {@code host:port} is taken as plain HTTP. */
+  /**
+   * The engine's URL for {@code path}: an endpoint registered as {@code host:port} is taken as plain HTTP. Parsed once
+   * per (endpoint, path): a request looks its URL up.
+   */
   Uri uri(String endpoint, String path) {
-    String base = baseUrls.computeIfAbsent(endpoint, e -> {
-      String trimmed = e.endsWith("/") ? e.substring(0, e.length() - 1) : e;
-      return trimmed.contains("://") ? trimmed : "http://" + trimmed;
-    });
-    return Uri.create(base + path);
+    Map<String, Uri> paths = uris.get(endpoint);
+    if (paths == null) {
+      paths = uris.computeIfAbsent(endpoint, e -> new ConcurrentHashMap<>());
+    }
+    Uri uri = paths.get(path);
+    if (uri == null) {
+      uri = paths.computeIfAbsent(path, p -> Uri.create(baseUrl(endpoint) + p));
+    }
+    return uri;
+  }
+
+  private static String baseUrl(String endpoint) {
+    String trimmed = endpoint.endsWith("/") ? endpoint.substring(0, endpoint.length() - 1) : endpoint;
+    return trimmed.contains("://") ? trimmed : "http://" + trimmed;
   }
 
   /** Forgets the URLs of endpoints no worker has any more. */
   void retainEndpoints(java.util.Set<String> endpoints) {
-    baseUrls.keySet().retainAll(endpoints);
+    uris.keySet().retainAll(endpoints);
   }
 
   private static Duration max(Duration... durations) {

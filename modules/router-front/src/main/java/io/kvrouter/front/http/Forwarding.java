@@ -33,7 +33,6 @@ import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.headers.RawHeader;
-import org.apache.pekko.japi.pf.PFBuilder;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -50,6 +49,12 @@ final class Forwarding {
   /** A response produced but whose body the server never started (its client had gone): released after this. */
   private static final long BODY_START_GRACE_MS = 10_000;
   private static final ByteString DONE = ByteString.fromString("data: [DONE]\n\n");
+  /**
+   * Continuations of Pekko's stages run on the thread that completed them: a Java stage of a Scala future runs a
+   * plain continuation ({@code whenComplete}) on the common pool, a thread hand-off per stage (docs/architecture.md,
+   * "The JDK common pool on small hosts"). Each one here is a few cheap calls that never block.
+   */
+  private static final java.util.concurrent.Executor SAME_THREAD = Runnable::run;
 
   /** Why an attempt failed before its first byte. */
   private record AttemptFailure(String reason, FrontError error) {}
@@ -69,7 +74,7 @@ final class Forwarding {
 
   private final FrontContext ctx;
   private final ClientRequest request;
-  private final byte[] body;
+  private final ByteString body;
   private final HttpRequest incoming;
   private final long arrivalNanos;
   private final String clientId;
@@ -80,11 +85,13 @@ final class Forwarding {
   private final AtomicLong bytesOut = new AtomicLong();
   private final AtomicBoolean finished = new AtomicBoolean();
   private final AtomicBoolean bodyStarted = new AtomicBoolean();
+  /** The {@link #guardBody} timer, cancelled when the server starts the body. */
+  private volatile ScheduledFuture<?> bodyGuard;
   private volatile String outcome;
   private volatile String workerServed;
   private volatile String bookingServed;
 
-  Forwarding(FrontContext ctx, ClientRequest request, byte[] body, HttpRequest incoming, long arrivalNanos) {
+  Forwarding(FrontContext ctx, ClientRequest request, ByteString body, HttpRequest incoming, long arrivalNanos) {
     this.ctx = ctx;
     this.request = request;
     this.body = body;
@@ -175,7 +182,7 @@ final class Forwarding {
           + "cannot reach: " + RoutingError.echo(booked.endpoint()), null, 0))));
       return first.handle((ok, failure) -> afterFirst(booked, null, failure)).thenCompose(s -> s);
     }
-    ctx.engines().send(out).whenComplete((response, failure) -> {
+    ctx.engines().send(out).whenCompleteAsync((response, failure) -> {
       if (failure != null) {
         first.completeExceptionally(new Failed(connectFailure(booked, unwrap(failure))));
         return;
@@ -196,7 +203,7 @@ final class Forwarding {
       response.entity().getDataBytes()
           .prefixAndTail(1)
           .runWith(Sink.head(), ctx.materializer())
-          .whenComplete((split, error) -> {
+          .whenCompleteAsync((split, error) -> {
             if (error != null) {
               first.completeExceptionally(new Failed(connectFailure(booked, unwrap(error))));
             } else if (split.first().isEmpty() && !passThrough) {
@@ -209,8 +216,8 @@ final class Forwarding {
                 passThrough))) {
               split.second().runWith(Sink.cancelled(), ctx.materializer()); // timed out meanwhile
             }
-          });
-    });
+          }, SAME_THREAD);
+    }, SAME_THREAD);
     return first.handle((ok, failure) -> {
       timer.cancel(false);
       return afterFirst(booked, ok, failure);
@@ -286,46 +293,56 @@ final class Forwarding {
       ctx.metrics().timeToFirstToken(request.model(), firstByteNanos - arrivalNanos);
     }
     boolean sse = request.stream() && !first.passThrough();
-    AtomicLong last = new AtomicLong(firstByteNanos);
-    Source<ByteString, NotUsed> rest = first.rest()
-        .idleTimeout(ctx.settings().idleTimeout())
-        .map(chunk -> {
-          long now = System.nanoTime();
-          if (sse) {
-            ctx.metrics().interToken(request.model(), now - last.getAndSet(now));
-          }
-          bytesOut.addAndGet(chunk.size());
-          return chunk;
-        })
-        .recoverWithRetries(1, new PFBuilder<Throwable, org.apache.pekko.stream.Graph<
-            org.apache.pekko.stream.SourceShape<ByteString>, NotUsed>>()
-            .match(Throwable.class, failure -> {
-              booking.brokeAfterStart();
-              outcome = failure instanceof TimeoutException ? "idle_timeout" : "engine_failed_mid_stream";
-              if (!sse) {
-                return Source.failed(failure);
-              }
-              FrontError error = failure instanceof TimeoutException
-                  ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + booked.workerId()
-                      + " sent nothing for " + ctx.settings().idleTimeout().toMillis() + " ms", null, 0)
-                  : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
-                      + " failed mid-stream: " + RoutingError.truncate(String.valueOf(failure.getMessage()), 200),
-                      null, 0);
-              return Source.from(List.of(ByteString.fromArray(error.sseEvent()), DONE));
-            })
-            .build());
     bytesOut.addAndGet(first.first().size());
-    Source<ByteString, NotUsed> all = Source.single(first.first()).concat(rest)
-        .watchTermination((mat, termination) -> {
-          bodyStarted.set(true);
-          termination.whenComplete((doneOk, failure) -> {
+    int status = first.response().status().intValue();
+    Source<ByteString, NotUsed> all = first.rest()
+        .idleTimeout(ctx.settings().idleTimeout())
+        .via(new AnswerStream(first.first(), new AnswerStream.Listener() {
+          private long last = firstByteNanos;
+
+          @Override
+          public void started() {
+            bodyStarted.set(true);
+            ScheduledFuture<?> guard = bodyGuard;
+            if (guard != null) {
+              guard.cancel(false);
+            }
+          }
+
+          @Override
+          public void chunk(ByteString chunk) {
+            long now = System.nanoTime();
+            if (sse) {
+              ctx.metrics().interToken(request.model(), now - last);
+            }
+            last = now;
+            bytesOut.addAndGet(chunk.size());
+          }
+
+          @Override
+          public List<ByteString> failed(Throwable failure) {
+            booking.brokeAfterStart();
+            outcome = failure instanceof TimeoutException ? "idle_timeout" : "engine_failed_mid_stream";
+            if (!sse) {
+              return null;
+            }
+            FrontError error = failure instanceof TimeoutException
+                ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + booked.workerId()
+                    + " sent nothing for " + ctx.settings().idleTimeout().toMillis() + " ms", null, 0)
+                : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
+                    + " failed mid-stream: " + RoutingError.truncate(String.valueOf(failure.getMessage()), 200),
+                    null, 0);
+            return List.of(ByteString.fromArray(error.sseEvent()), DONE);
+          }
+
+          @Override
+          public void ended(Throwable failure) {
             if (failure != null && outcome == null) {
               outcome = "client_gone";
             }
-            complete(first.response().status().intValue());
-          });
-          return mat;
-        });
+            complete(status);
+          }
+        }));
     HttpResponse engine = first.response();
     ContentType type = engine.entity().getContentType();
     Optional<Long> length = engine.entity().getContentLengthOption().isPresent()
@@ -365,7 +382,7 @@ final class Forwarding {
    */
   private HttpResponse guardBody(HttpResponse response) {
     if (!finished.get()) {
-      ctx.timers().schedule(() -> {
+      bodyGuard = ctx.timers().schedule(() -> {
         if (!bodyStarted.get() && !finished.get()) {
           outcome = "client_gone_before_body";
           complete(response.status().intValue());

@@ -122,12 +122,14 @@ final class FrontServer {
             ? CompletableFuture.completedFuture((org.apache.pekko.http.javadsl.model.HttpEntity.Strict) request.entity())
             : request.entity().withSizeLimit(s.maxBodyBytes()).toStrict(s.bodyTimeout().toMillis(), s.maxBodyBytes(),
                 ctx.materializer());
+    // a body read by toStrict completes on a stream's thread: parsing and routing go on there (the common pool,
+    // where a plain continuation of Pekko's stage would run, costs a thread hand-off per request)
     return read
-        .thenCompose(strict -> {
-          byte[] body = strict.getData().toArray();
-          ClientRequest parsed = ctx.parser().parse(endpoint, body, name -> header(request, name));
+        .thenComposeAsync(strict -> {
+          ByteString body = strict.getData();
+          ClientRequest parsed = ctx.parser().parse(endpoint, body.toArray(), name -> header(request, name));
           return new Forwarding(ctx, parsed, body, request, arrival).run();
-        })
+        }, Runnable::run)
         .exceptionally(failure -> {
           Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
               ? failure.getCause() : failure;

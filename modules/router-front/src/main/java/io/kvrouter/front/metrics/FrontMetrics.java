@@ -35,6 +35,10 @@ public final class FrontMetrics implements RequestBooking.Events {
   private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
   private final Map<String, Timer> interToken = new ConcurrentHashMap<>();
   private final Map<String, Timer> routing = new ConcurrentHashMap<>();
+  /** Per-request meters by their tags, so a request looks its meter up instead of building and registering it. */
+  private final Map<String, Counter> requests = new ConcurrentHashMap<>();
+  private final Map<String, Counter> retries = new ConcurrentHashMap<>();
+  private final Map<String, DistributionSummary> tokenize = new ConcurrentHashMap<>();
   private final Map<String, Gauge> breakerGauges = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> breakerStates = new ConcurrentHashMap<>();
   private final Counter releasesFailed;
@@ -68,9 +72,16 @@ public final class FrontMetrics implements RequestBooking.Events {
   }
 
   private void answered(String model, String endpoint, int status) {
-    Counter.builder("kvrouter.front.requests").description("Requests the front answered, by model, endpoint, status")
-        .tags(Tags.of("model", model(model), "endpoint", endpoint, "status", Integer.toString(status)))
-        .register(registry).increment();
+    String label = model(model);
+    String key = label + '\0' + endpoint + '\0' + status;
+    Counter counter = requests.get(key);
+    if (counter == null) {
+      counter = requests.computeIfAbsent(key, k -> Counter.builder("kvrouter.front.requests")
+          .description("Requests the front answered, by model, endpoint, status")
+          .tags(Tags.of("model", label, "endpoint", endpoint, "status", Integer.toString(status)))
+          .register(registry));
+    }
+    counter.increment();
   }
 
   /** Request arrival to the first byte of the engine's answer, as the front sees it. */
@@ -93,17 +104,25 @@ public final class FrontMetrics implements RequestBooking.Events {
 
   /** A worker that failed before the first byte: the request is retried (or given up when no attempt is left). */
   public void retried(String model, String reason) {
-    Counter.builder("kvrouter.front.retries").description("Attempts that failed before the first byte and were "
-            + "booked again elsewhere, by reason")
-        .tags(Tags.of("model", model(model), "reason", reason)).register(registry).increment();
+    String label = model(model);
+    retries.computeIfAbsent(label + '\0' + reason, k -> Counter.builder("kvrouter.front.retries")
+        .description("Attempts that failed before the first byte and were booked again elsewhere, by reason")
+        .tags(Tags.of("model", label, "reason", reason)).register(registry)).increment();
   }
 
   public void tokenized(String model, boolean approximate, long nanos) {
-    DistributionSummary.builder("kvrouter.front.prompt.tokenize.micros")
-        .description("Time to tokenize (or hash approximately) a prompt, microseconds")
-        .tags(Tags.of("model", model(model), "mode", approximate ? "approximate" : "tokens"))
-        .serviceLevelObjectives(10, 50, 100, 500, 1_000, 2_000, 5_000, 10_000, 50_000)
-        .register(registry).record(nanos / 1_000.0);
+    String label = model(model);
+    String mode = approximate ? "approximate" : "tokens";
+    String key = label + '\0' + mode;
+    DistributionSummary summary = tokenize.get(key);
+    if (summary == null) {
+      summary = tokenize.computeIfAbsent(key, k -> DistributionSummary.builder("kvrouter.front.prompt.tokenize.micros")
+          .description("Time to tokenize (or hash approximately) a prompt, microseconds")
+          .tags(Tags.of("model", label, "mode", mode))
+          .serviceLevelObjectives(10, 50, 100, 500, 1_000, 2_000, 5_000, 10_000, 50_000)
+          .register(registry));
+    }
+    summary.record(nanos / 1_000.0);
   }
 
   /**

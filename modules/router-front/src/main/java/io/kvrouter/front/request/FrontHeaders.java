@@ -6,8 +6,19 @@ public final class FrontHeaders {
 
   /** Request: the client's id for the request; echoed in the response (generated when absent). */
   public static final String REQUEST_ID = "x-request-id";
-  /** Request: a session key (logged with the request; prefix affinity keeps a conversation on its worker). */
+  /**
+   * Request: a session key, logged with the request and bound to the worker its Book goes to (README "Session
+   * affinity"); the first of {@link #SESSIONS} that is set.
+   */
   public static final String SESSION = "x-kvrouter-session";
+  /** Request: the session key as OpenCode and other agents send it. */
+  public static final String SESSION_ID = "x-session-id";
+  /** Request: the session key as Dynamo's frontend reads it. */
+  public static final String DYNAMO_SESSION_ID = "x-dynamo-session-id";
+  /** The session headers, in the order they are read. */
+  public static final java.util.List<String> SESSIONS = java.util.List.of(SESSION, SESSION_ID, DYNAMO_SESSION_ID);
+  /** Request: {@code soft} or {@code hard} (default: the model's {@code session_mode}). */
+  public static final String SESSION_MODE = "x-kvrouter-session-mode";
   /** Request: an integer priority (higher first in the admission queue), default 0. */
   public static final String PRIORITY = "x-kvrouter-priority";
   /** Request: the admission queue's strict-priority tier, 0 to 65,535 (a higher tier always leaves first), default 0. */

@@ -7,8 +7,10 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.model.SessionMode;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.front.FrontError;
 import java.io.IOException;
@@ -22,7 +24,8 @@ import java.util.Map;
  * the prompt's shape when tokenizing); everything else is the engine's to validate.
  */
 public final class RequestParser {
-  private final ObjectMapper json;
+  /** The mapper's reader for an untyped body, built once (a request does not look its deserializer up). */
+  private final ObjectReader json;
   private final int maxClientIdLength;
 
   public RequestParser(int maxJsonDepth, long maxBodyBytes, int maxClientIdLength) {
@@ -34,10 +37,11 @@ public final class RequestParser {
             .build())
         .disable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
         .build();
-    this.json = JsonMapper.builder(factory)
+    ObjectMapper mapper = JsonMapper.builder(factory)
         .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
         .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
         .build();
+    this.json = mapper.readerFor(Object.class);
     this.maxClientIdLength = maxClientIdLength;
   }
 
@@ -62,16 +66,37 @@ public final class RequestParser {
     }
     requireShape(endpoint, parsed);
     return new ClientRequest(endpoint, name, Boolean.TRUE.equals(stream), parsed,
-        clientId(headers, FrontHeaders.REQUEST_ID), clientId(headers, FrontHeaders.SESSION), priority(headers),
+        clientId(headers, FrontHeaders.REQUEST_ID), session(headers), priority(headers),
         global(headers), "true".equalsIgnoreCase(trim(headers.get(FrontHeaders.EXPLAIN_REQUEST))),
-        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers));
+        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers), sessionMode(headers));
+  }
+
+  /** The first session header set ({@link FrontHeaders#SESSIONS}), or null. */
+  private String session(RequestHeaders headers) {
+    for (String name : FrontHeaders.SESSIONS) {
+      String value = clientId(headers, name);
+      if (value != null) {
+        return value;
+      }
+    }
+    return null;
+  }
+
+  private static SessionMode sessionMode(RequestHeaders headers) {
+    String value = trim(headers.get(FrontHeaders.SESSION_MODE));
+    SessionMode mode = SessionMode.fromWireName(value == null ? "" : value);
+    if (mode == null) {
+      throw FrontError.badRequest(FrontError.INVALID_HEADER, FrontHeaders.SESSION_MODE + " must be soft or hard, got '"
+          + RoutingError.echo(value) + "'").toException();
+    }
+    return mode;
   }
 
   @SuppressWarnings("unchecked")
   private Map<String, Object> parseBody(byte[] body) {
     Object value;
     try {
-      value = json.readValue(body, Object.class);
+      value = json.readValue(body);
     } catch (JsonProcessingException e) {
       throw FrontError.badRequest(FrontError.MALFORMED_JSON, "the body is not valid JSON: "
           + RoutingError.truncate(e.getOriginalMessage(), 200)).toException();

@@ -96,6 +96,7 @@ public final class PromptRouting {
           request.priority(), null, null, null, request.strictPriority(), request.policyClass(),
           Disaggregation.AGGREGATED), true,
           scope.blockSize());
+      selection = SelectionRequests.withSession(selection, request.session(), request.sessionMode());
       return new Routed(selection, prompt.approximate(), prompt.reason(), tokenized);
     } catch (RoutingException e) {
       throw FrontError.of(e.error(), 0).toException();

@@ -94,9 +94,31 @@ public final class ProtoMapping {
         in.getOverrides().hasOverlapCredit() ? in.getOverrides().getOverlapCredit() : null,
         in.getOverrides().hasPrefillLoadScale() ? in.getOverrides().getPrefillLoadScale() : null,
         in.getStrictPriority(), in.getPolicyClass(), toDisaggregation(in.getDisaggregation())), forBook, blockSize);
+    if (in.getSessionMode() == io.kvrouter.api.v1.SessionMode.UNRECOGNIZED) {
+      throw unknownEnumValue("session_mode", in.getSessionModeValue());
+    }
+    request = SelectionRequests.withSession(request, in.getSessionId(), toMode(in.getSessionMode()));
+    request = SelectionRequests.withPlacement(request, in.getRequiredTaintsList(), in.getPreferredTaintsList(),
+        in.hasPreferredTaintMultiplier() ? in.getPreferredTaintMultiplier() : null);
     // uint32: a number above 2^31 is the highest retry
     return forBook && in.getRetry() != 0 ? request.withRetry(in.getRetry() < 0 ? Integer.MAX_VALUE : in.getRetry())
         : request;
+  }
+
+  static io.kvrouter.core.model.SessionMode toMode(io.kvrouter.api.v1.SessionMode mode) {
+    return switch (mode) {
+      case SESSION_MODE_SOFT -> io.kvrouter.core.model.SessionMode.SOFT;
+      case SESSION_MODE_HARD -> io.kvrouter.core.model.SessionMode.HARD;
+      default -> io.kvrouter.core.model.SessionMode.DEFAULT;
+    };
+  }
+
+  static io.kvrouter.api.v1.SessionMode toProto(io.kvrouter.core.model.SessionMode mode) {
+    return switch (mode) {
+      case SOFT -> io.kvrouter.api.v1.SessionMode.SESSION_MODE_SOFT;
+      case HARD -> io.kvrouter.api.v1.SessionMode.SESSION_MODE_HARD;
+      case DEFAULT -> io.kvrouter.api.v1.SessionMode.SESSION_MODE_UNSPECIFIED;
+    };
   }
 
   private static final ThreadLocal<int[]> TOKENS = ThreadLocal.withInitial(() -> new int[4096]);
@@ -152,7 +174,22 @@ public final class ProtoMapping {
         .setQueuedMicros(answer.queuedMicros())
         .setLeaseExpiresUnixMs(answer.leaseExpiresAtMillis())
         .setPolicyClass(answer.policyClass())
+        .setSession(toProto(answer.session()))
         .build();
+  }
+
+  static io.kvrouter.api.v1.SessionOutcome toProto(io.kvrouter.core.admission.SessionOutcome session) {
+    if (session == null) {
+      return io.kvrouter.api.v1.SessionOutcome.getDefaultInstance();
+    }
+    io.kvrouter.api.v1.SessionOutcome.Builder out = io.kvrouter.api.v1.SessionOutcome.newBuilder()
+        .setSessionId(session.sessionId())
+        .setMode(toProto(session.mode()))
+        .setOutcome(session.kind().name().toLowerCase(java.util.Locale.ROOT));
+    if (session.previous() != null) {
+      out.setPreviousWorkerId(session.previous().workerId()).setPreviousDpRank(session.previous().dpRank());
+    }
+    return out.build();
   }
 
   public static io.kvrouter.api.v1.RankLoad toProto(RankLoad load) {
@@ -185,7 +222,8 @@ public final class ProtoMapping {
     }
     WorkerConfig config = new WorkerConfig(in.getWorkerId(), in.getDpStart(), in.getDpSize(),
         in.getMaxNumBatchedTokens(), in.getTotalKvBlocks(), in.getBlockSize(), in.getEndpoint(), region,
-        toRole(in.getRole()), new java.util.TreeSet<>(in.getLoraAdaptersList()));
+        toRole(in.getRole()), io.kvrouter.core.model.Taints.parse("taints", in.getTaintsList()),
+        new java.util.TreeSet<>(in.getLoraAdaptersList()));
     limits.validate(config);
     return config;
   }
@@ -241,6 +279,7 @@ public final class ProtoMapping {
         .setEndpoint(config.endpoint())
         .setRegion(config.region())
         .setRole(toProto(config.role()))
+        .addAllTaints(config.taints())
         .addAllLoraAdapters(config.loraAdapters())
         .build();
   }
@@ -366,6 +405,25 @@ public final class ProtoMapping {
           .setDecodeDpRank(b.decodeRank() == null ? 0 : b.decodeRank().dpRank()));
     }
     out.setQueue(toProto(snapshot.queue()));
+    ModelSnapshot.SessionsSnapshot sessions = snapshot.sessions();
+    io.kvrouter.api.v1.SessionsState.Builder s = io.kvrouter.api.v1.SessionsState.newBuilder()
+        .setBindings(sessions.bindings())
+        .setMaxBindings(sessions.maxBindings())
+        .setBound(sessions.counters().bound())
+        .setRebound(sessions.counters().rebound())
+        .setExpired(sessions.counters().expired())
+        .setEvicted(sessions.counters().evicted())
+        .setInvalidated(sessions.counters().invalidated());
+    for (io.kvrouter.core.replication.SessionBinding binding : sessions.recent()) {
+      s.addRecent(io.kvrouter.api.v1.SessionBindingState.newBuilder()
+          .setSessionId(binding.sessionId())
+          .setWorkerId(binding.rank().workerId())
+          .setDpRank(binding.rank().dpRank())
+          .setBoundUnixMs(binding.boundAtMillis())
+          .setLastUsedUnixMs(binding.lastUsedMillis())
+          .setExpiresUnixMs(binding.expiresAtMillis()));
+    }
+    out.setSessions(s);
     return out.build();
   }
 

@@ -17,9 +17,23 @@ public final class Comparison {
    * One row of the comparison: a router policy with policy parameters of its own (on top of the setup's), or the
    * prefix-greedy reference when {@code policy} is null.
    */
-  public record Contender(String label, String policy, boolean publishEvents, Map<String, String> parameters) {
+  public record Contender(String label, String policy, boolean publishEvents, Map<String, String> parameters,
+      boolean sessions) {
     public Contender(String label, String policy, boolean publishEvents) {
       this(label, policy, publishEvents, Map.of());
+    }
+
+    /** A row whose Books carry no session. */
+    public Contender(String label, String policy, boolean publishEvents, Map<String, String> parameters) {
+      this(label, policy, publishEvents, parameters, false);
+    }
+
+    /**
+     * {@code policy} with session affinity: each Book names its conversation ({@code session_id}) and the model runs
+     * in {@code mode} (soft, hard).
+     */
+    public static Contender withSessions(String policy, String mode) {
+      return new Contender(policy + " + sessions (" + mode + ")", policy, true, Map.of("session_mode", mode), true);
     }
 
     public boolean usesRouter() {
@@ -64,7 +78,8 @@ public final class Comparison {
     for (Contender contender : contenders) {
       Placement placement = contender.usesRouter()
           ? new RouterPlacement(clients, contender.label(), modelName(setup, contender, runTag), contender.policy(),
-              parameters(setup, contender), contender.publishEvents())
+              parameters(setup, contender), contender.publishEvents(),
+              contender.sessions() ? RouterPlacement.Tagging.SESSIONS : RouterPlacement.Tagging.NONE)
           : new PrefixGreedyPlacement();
       Simulation simulation = new Simulation(new Fleet(setup.fleet()), setup.workload().get(), placement, pacer,
           progress, Simulation.Settings.defaults());

@@ -69,9 +69,17 @@ public final class RouterPlacement implements Placement {
   private final List<CompletionStage<?>> batchesInFlight = new ArrayList<>();
   private long rejected;
 
-  /** Which workload tags a Book carries: its tenant as {@code policy_class}, its tier as {@code strict_priority}. */
-  public record Tagging(boolean policyClass, boolean strictPriority) {
-    public static final Tagging NONE = new Tagging(false, false);
+  /**
+   * Which workload tags a Book carries: its tenant as {@code policy_class}, its tier as {@code strict_priority}, its
+   * conversation as {@code session_id} (session affinity, in the model's {@code session_mode}).
+   */
+  public record Tagging(boolean policyClass, boolean strictPriority, boolean session) {
+    public static final Tagging NONE = new Tagging(false, false, false);
+    public static final Tagging SESSIONS = new Tagging(false, false, true);
+
+    public Tagging(boolean policyClass, boolean strictPriority) {
+      this(policyClass, strictPriority, false);
+    }
   }
 
   public RouterPlacement(RouterClients clients, String label, String model, String policy,
@@ -133,6 +141,9 @@ public final class RouterPlacement implements Placement {
     }
     if (source != null && tagging.strictPriority()) {
       route.setStrictPriority(source.strictPriority());
+    }
+    if (source != null && tagging.session() && source.session() != null) {
+      route.setSessionId(source.session());
     }
     for (int i = 0; i < request.promptTokens(); i++) {
       route.addTokenIds(request.tokens()[i]);

@@ -5,7 +5,9 @@ import java.util.List;
 
 /**
  * What one placement achieved on one workload run. Times are simulated microseconds. {@code served}: every request
- * that got its first token, with its workload tags, in the order the first tokens came.
+ * that got its first token, with its workload tags, in the order the first tokens came. {@code sessionTurns}: requests
+ * placed that follow an earlier placed turn of their session; {@code sessionTurnsKept}: those placed on the same rank
+ * as that previous turn.
  */
 public record RunResult(
     String label,
@@ -21,7 +23,22 @@ public record RunResult(
     long[] busyMicrosPerUnit,
     long[] servedPerUnit,
     long wallMillis,
-    List<Served> served) {
+    List<Served> served,
+    long sessionTurns,
+    long sessionTurnsKept) {
+
+  /** A run whose session turns were not counted. */
+  public RunResult(String label, long completed, long rejected, long promptTokens, long cachedTokens,
+      long idealCachedTokens, long outputTokens, long[] ttftMicros, long[] endToEndMicros, long makespanMicros,
+      long[] busyMicrosPerUnit, long[] servedPerUnit, long wallMillis, List<Served> served) {
+    this(label, completed, rejected, promptTokens, cachedTokens, idealCachedTokens, outputTokens, ttftMicros,
+        endToEndMicros, makespanMicros, busyMicrosPerUnit, servedPerUnit, wallMillis, served, 0, 0);
+  }
+
+  /** The session-affinity hit rate: of the turns after a session's first, the share placed where its last one was. */
+  public double sessionKeptRate() {
+    return sessionTurns == 0 ? 0 : (double) sessionTurnsKept / sessionTurns;
+  }
 
   /** One request's first token: its tags and prompt, when it arrived and how long its first token took. */
   public record Served(String policyClass, int strictPriority, int promptTokens, long arrivalMicros,

@@ -131,6 +131,11 @@ public final class Simulation {
     queue.add(new Event(time, seq++, what));
   }
 
+  /** The unit each session's last placed turn went to. */
+  private final java.util.Map<String, Integer> lastUnitOfSession = new java.util.HashMap<>();
+  private long sessionTurns;
+  private long sessionTurnsKept;
+
   private void arrive(WorkloadRequest source) {
     arrived++;
     if (firstArrival < 0) {
@@ -172,6 +177,13 @@ public final class Simulation {
       placement.finished(request, placed);
       workload.finished(source, now, this::scheduleArrival);
       return;
+    }
+    if (source.session() != null) {
+      Integer previous = lastUnitOfSession.put(source.session(), placed.unit());
+      if (previous != null) {
+        sessionTurns++;
+        sessionTurnsKept += previous == placed.unit() ? 1 : 0;
+      }
     }
     inFlight.put(request.id(), new InFlight(source, placed, idealHit));
     unit.rank().enqueue(request);
@@ -237,7 +249,7 @@ public final class Simulation {
     long[] servedPerUnit = fleet.units().stream().mapToLong(u -> u.rank().servedRequests()).toArray();
     return new RunResult(placement.label(), completed, rejected, promptTokens, cachedTokens, idealCachedTokens,
         outputTokens, sorted(ttft), sorted(endToEnd), Math.max(0, lastCompletion - firstArrival), busy,
-        servedPerUnit, wallMillis, List.copyOf(served));
+        servedPerUnit, wallMillis, List.copyOf(served), sessionTurns, sessionTurnsKept);
   }
 
   private static long[] sorted(List<Long> values) {

@@ -22,6 +22,25 @@ public final class Report {
     md.append("- workload: ").append(context.workload()).append("\n\n");
     md.append(table(results));
     md.append("\n").append(targets(results));
+    if (results.stream().anyMatch(r -> r.label().contains("+ sessions"))) {
+      md.append("\n").append(sessions(results));
+    }
+    return md.toString();
+  }
+
+  /**
+   * The session-affinity hit rate of every row: of the turns after a session's first, the share placed on the rank
+   * its previous turn went to (rows marked "+ sessions" send each turn's session id; the others route by the prompt
+   * alone).
+   */
+  public static String sessions(List<RunResult> results) {
+    StringBuilder md = new StringBuilder();
+    md.append("| placement | session turns | on the previous turn's rank | hit rate | TTFT mean ms | busy max/mean |\n");
+    md.append("|---|---:|---:|---:|---:|---:|\n");
+    for (RunResult r : results) {
+      md.append(String.format(Locale.ROOT, "| %s | %d | %.1f %% | %.1f %% | %.1f | %.2f |%n", r.label(),
+          r.sessionTurns(), 100 * r.sessionKeptRate(), 100 * r.hitRate(), r.meanTtftMillis(), r.busyBalance()));
+    }
     return md.toString();
   }
 
