@@ -84,7 +84,7 @@ public final class PeersBench implements Callable<Integer> {
   Path out;
   @Option(names = "--file", defaultValue = "peers.md", description = "the results file's name (the chart: .svg)")
   String fileName;
-  @Option(names = "--quick", description = "the smoke run: one small workload (multi-turn, 6 sessions), 2 engines, "
+  @Option(names = "--quick", description = "the smoke run: one small workload (multi-turn, 4 sessions), 2 engines, "
       + "kvrouter-kv and smg-cache-aware unless --routers says otherwise; checks that everything runs")
   boolean quick;
 
@@ -106,7 +106,7 @@ public final class PeersBench implements Callable<Integer> {
   public Integer call() throws Exception {
     if (quick) {
       workloads = List.of("multi-turn");
-      multiTurnSessions = 6;
+      multiTurnSessions = 4;
       engines = 2;
       warmupRequests = Math.min(warmupRequests, 40);
       if (routers == null) {
