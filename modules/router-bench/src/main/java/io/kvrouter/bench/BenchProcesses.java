@@ -80,6 +80,11 @@ final class BenchProcesses {
     return process;
   }
 
+  /** The process {@link #launch} started last. */
+  synchronized Process lastStarted() {
+    return started.get(started.size() - 1);
+  }
+
   /** Stops one process this run started, and its children. */
   void stop(Process process) {
     process.descendants().forEach(ProcessHandle::destroy);

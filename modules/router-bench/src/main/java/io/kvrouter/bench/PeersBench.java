@@ -50,14 +50,16 @@ public final class PeersBench implements Callable<Integer> {
   private static final String MODEL = "org/llama-8b";
   /** aiperf names the tokenizer as a hub id and finds it in this run's own hub cache (see {@link #hubCache}). */
   private static final String TOKENIZER_ID = "kvrouter/kvrouter-tiny";
-  static final List<String> ALL_ROUTERS = List.of("kvrouter-kv", "kvrouter-approx", "kvrouter-rr", "smg-cache-aware",
+  static final List<String> ALL_ROUTERS = List.of("kvrouter-kv", "kvrouter-approx", "kvrouter-text", "kvrouter-rr",
+      "smg-cache-aware",
       "smg-rr", "vllm-router-cache-aware", "dynamo-select");
 
   @Option(names = "--workloads", split = ",", defaultValue = "multi-turn,agent,mooncake",
       description = "multi-turn, agent (router-sim's session workloads as multi-turn traces), mooncake (the sample)")
   List<String> workloads;
   @Option(names = "--routers", split = ",", description = "which routers, in order (default: all: "
-      + "kvrouter-kv, kvrouter-approx, kvrouter-rr, smg-cache-aware, smg-rr, vllm-router-cache-aware, dynamo-select)")
+      + "kvrouter-kv, kvrouter-approx, kvrouter-text, kvrouter-rr, smg-cache-aware, smg-rr, vllm-router-cache-aware, "
+      + "dynamo-select)")
   List<String> routers;
   @Option(names = "--engines", defaultValue = "4")
   int engines;
@@ -98,6 +100,7 @@ public final class PeersBench implements Callable<Integer> {
 
   private BenchProcesses processes;
   private List<BenchProcesses.Engine> fleet;
+  private Process enginesProcess;
   private Path peersPython;
   private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5)).build();
@@ -133,9 +136,6 @@ public final class PeersBench implements Callable<Integer> {
       }
       Map<String, String> versions = versions();
       Path hub = hubCache();
-      fleet = processes.startEngines(engines, timeScale, kvBlocks, MODEL, List.of());
-      Progress.line("peers", "%d engines up: %s", fleet.size(), fleet.stream().map(BenchProcesses.Engine::baseUrl)
-          .toList());
       List<Row> rows = new ArrayList<>();
       Map<String, String> traces = new LinkedHashMap<>();
       for (String workload : workloads) {
@@ -229,13 +229,46 @@ public final class PeersBench implements Callable<Integer> {
 
   // ---------------------------------------------------------------- one measurement
 
+  /**
+   * A fresh fleet for every row: the engines' processes of the previous row stopped and new ones started (the same
+   * configuration, new ports), so that no router attaches to engines whose KV event history holds other rows'
+   * traffic. A router connecting late replays what the engine still buffers (the last 10,000 batches): chains whose
+   * first blocks are older are unknown to it, and Dynamo's indexer then logs every such store and removal, so the
+   * routers that read KV events would be measured on their handling of a partial history rather than on routing.
+   */
+  private void freshEngines() throws Exception {
+    if (enginesProcess != null) {
+      processes.stop(enginesProcess);
+    }
+    Files.deleteIfExists(processes.enginesFile());
+    fleet = processes.startEngines(engines, timeScale, kvBlocks, MODEL, List.of());
+    enginesProcess = processes.lastStarted();
+    Progress.line("peers", "%d fresh engines: %s", fleet.size(), fleet.stream().map(BenchProcesses.Engine::baseUrl)
+        .toList());
+  }
+
   private Row measure(String workload, Trace trace, String router, Path aiperf, Path hub) {
     Started target = null;
+    String stage = "starting the engines";
     try {
+      freshEngines();
+      stage = "starting the router";
       target = start(router);
-      probe(router, target.url());
+      Started started = target;
+      stage = "probing the router";
+      BenchProcesses.awaitCondition(router + " answering", Duration.ofSeconds(30), () -> {
+        try {
+          probe(router, started.url());
+          return true;
+        } catch (IOException e) {
+          return false;
+        }
+      });
+      stage = "warming up";
       warmUp(target.url());
+      stage = "resetting the engines' prefix caches";
       resetEngines();
+      stage = "running aiperf";
       Map<String, double[]> before = counters();
       long cpuBefore = BenchProcesses.treeTicks(target.process());
       long jitBefore = ProcStat.compilerTicks(target.process().pid());
@@ -293,7 +326,7 @@ public final class PeersBench implements Callable<Integer> {
           workload, router, ok, errors, row.hitRate(), row.ttftMean(), row.cpuMicrosPerRequest());
       return row;
     } catch (Exception e) {
-      String reason = e.getMessage() == null ? e.toString() : e.getMessage();
+      String reason = stage + ": " + (e.getMessage() == null ? e.toString() : e.getMessage());
       Progress.line("peers", "%s / %s did not run: %s", workload, router, reason);
       return new Row(workload, router, target == null ? "" : target.how(), reason, 0, 0, Double.NaN, Double.NaN,
           Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN,
@@ -318,9 +351,10 @@ public final class PeersBench implements Callable<Integer> {
   private Started start(String router) throws Exception {
     List<String> urls = fleet.stream().map(BenchProcesses.Engine::baseUrl).toList();
     return switch (router) {
-      case "kvrouter-kv" -> kvrouter(router, true, "kv");
-      case "kvrouter-approx" -> kvrouter(router, false, "kv");
-      case "kvrouter-rr" -> kvrouter(router, false, "round_robin");
+      case "kvrouter-kv" -> kvrouter(router, true, true, "kv");
+      case "kvrouter-approx" -> kvrouter(router, false, true, "kv");
+      case "kvrouter-text" -> kvrouter(router, false, false, "kv");
+      case "kvrouter-rr" -> kvrouter(router, false, false, "round_robin");
       case "smg-cache-aware" -> gateway(router, "smg", List.of("launch"), "cache_aware", urls);
       case "smg-rr" -> gateway(router, "smg", List.of("launch"), "round_robin", urls);
       case "vllm-router-cache-aware" -> gateway(router, "vllm-router", List.of(), "cache_aware", urls);
@@ -332,10 +366,11 @@ public final class PeersBench implements Callable<Integer> {
   /**
    * A kvrouter node whose engine connectors read {@code bin/sim engines}' file (KV events on: the file as written;
    * off: the file without its {@code kv_events} endpoints, so the index is approximate, from the node's own Books),
-   * the models file naming the engines' tokenizer (prompts tokenized and chat templates rendered as the engines do),
-   * the policy set through Admin.SetPolicy with its default parameters.
+   * with {@code tokens} the models file naming the engines' tokenizer (prompts tokenized and chat templates rendered
+   * as the engines do), without it the front's approximate mode (64-byte chunks of the request's text hashed, as
+   * smg's cache_aware matches text), the policy set through Admin.SetPolicy with its default parameters.
    */
-  private Started kvrouter(String name, boolean kvEvents, String policy) throws Exception {
+  private Started kvrouter(String name, boolean kvEvents, boolean tokens, String policy) throws Exception {
     Path models = processes.logs.resolve("models.yaml");
     Files.writeString(models, "models:\n  - name: " + MODEL + "\n    tokenizer: "
         + processes.root.resolve("models/kvrouter-tiny") + "\n");
@@ -346,8 +381,12 @@ public final class PeersBench implements Callable<Integer> {
           .filter(line -> !line.strip().startsWith("kv_events")).toList();
       Files.write(enginesFile, kept);
     }
-    BenchProcesses.Node node = processes.kvrouter(name, Map.of("KVROUTER_MODELS", models.toString(),
-        "KVROUTER_ENGINES", enginesFile.toString()));
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("KVROUTER_ENGINES", enginesFile.toString());
+    if (tokens) {
+      env.put("KVROUTER_MODELS", models.toString());
+    }
+    BenchProcesses.Node node = processes.kvrouter(name, env);
     ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", node.grpcPort()).usePlaintext().build();
     try {
       AdminGrpc.AdminBlockingStub admin = AdminGrpc.newBlockingStub(channel);
@@ -370,7 +409,9 @@ public final class PeersBench implements Callable<Integer> {
     } finally {
       channel.shutdownNow();
     }
-    String how = "bin/kvrouter (the front, `KVROUTER_MODELS` naming the engines' tokenizer), engines from "
+    String how = "bin/kvrouter (the front, " + (tokens ? "`KVROUTER_MODELS` naming the engines' tokenizer: prompts "
+        + "tokenized with their chat template to route" : "no models file: the front's approximate mode, 64-byte "
+        + "chunks of the request's text hashed") + "), engines from "
         + "`KVROUTER_ENGINES` (`bin/sim engines`' file" + (kvEvents ? ", KV events and replay endpoints"
         : " without its `kv_events` endpoints: the index is approximate, from the node's own Books") + "), policy `"
         + policy + "` with its default parameters (Admin.SetPolicy)";
