@@ -198,11 +198,13 @@ public final class PeersBench implements Callable<Integer> {
       case "mooncake" -> {
         List<String> lines = Files.readAllLines(processes.root.resolve(
             "modules/router-sim/traces/mooncake-sample.jsonl"));
-        Files.write(raw, lines.subList(0, Math.min(mooncakeRequests, lines.size())));
+        Files.write(raw, fullBlocksOnly(lines.subList(0, Math.min(mooncakeRequests, lines.size())), 512));
         blockTokens = 512;
         description = String.format(Locale.ROOT, "the first %d entries of router-sim's Mooncake-format sample "
             + "(`traces/mooncake-sample.jsonl`: chat sessions, questions on 40 Zipf-popular shared documents, "
-            + "one-off prompts), replayed by aiperf at their timestamps, hash ids of 512 tokens",
+            + "one-off prompts), replayed by aiperf at their timestamps, hash ids of 512 tokens (a request's last, "
+            + "partial block renamed to an id of its own: aiperf 0.13.0 refuses an id that is a partial block in one "
+            + "request and a whole one in another, which the sample's chat sessions have)",
             Math.min(mooncakeRequests, lines.size()));
       }
       default -> throw new IllegalArgumentException("unknown workload " + workload
@@ -225,6 +227,37 @@ public final class PeersBench implements Callable<Integer> {
       }
     }
     return new Trace(scaled, blockTokens, description);
+  }
+
+  /**
+   * The trace with every request's last hash id replaced by a fresh one where that block is partial
+   * ({@code input_length} not a multiple of {@code blockTokens}). In the Mooncake format a later turn's whole block
+   * can carry the id of an earlier turn's partial last block (its tokens continue them); aiperf 0.13.0 materializes
+   * each id at one size only and refuses such a trace ("hash_id N requested at 512 tokens but was already
+   * materialized at M tokens"). Only that partial block's reuse is lost.
+   */
+  static List<String> fullBlocksOnly(List<String> lines, int blockTokens) throws IOException {
+    long next = 0;
+    List<ObjectNode> entries = new ArrayList<>();
+    for (String line : lines) {
+      if (line.isBlank()) {
+        continue;
+      }
+      ObjectNode entry = (ObjectNode) JSON.readTree(line);
+      for (JsonNode id : entry.path("hash_ids")) {
+        next = Math.max(next, id.asLong() + 1);
+      }
+      entries.add(entry);
+    }
+    List<String> out = new ArrayList<>();
+    for (ObjectNode entry : entries) {
+      JsonNode ids = entry.path("hash_ids");
+      if (ids.size() > 0 && entry.path("input_length").asLong() % blockTokens != 0) {
+        ((com.fasterxml.jackson.databind.node.ArrayNode) ids).set(ids.size() - 1, next++);
+      }
+      out.add(JSON.writeValueAsString(entry));
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------- one measurement
