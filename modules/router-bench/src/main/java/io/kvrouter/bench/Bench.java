@@ -89,6 +89,7 @@ public final class Bench implements Runnable {
     cli.addSubcommand("transport", new io.kvrouter.bench.transport.TransportBench());
     cli.addSubcommand("leaks", new LeakBench());
     cli.addSubcommand("front", new FrontBench());
+    cli.addSubcommand("peers", new PeersBench());
     cli.addSubcommand("epp", new EppBench());
     return cli.execute(args);
   }

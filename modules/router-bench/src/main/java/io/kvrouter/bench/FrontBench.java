@@ -8,7 +8,6 @@ import io.kvrouter.api.v1.WorkerRegistration;
 import io.kvrouter.api.v1.WorkersGrpc;
 import io.kvrouter.bench.transport.ProcStat;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -18,8 +17,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.LocalDateTime;
-import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -99,7 +96,7 @@ public final class FrontBench implements Callable<Integer> {
   String title;
   String intro;
 
-  private final List<Process> started = new ArrayList<>();
+  private BenchProcesses processes;
   private String loadAtStart;
   private Path root;
   private Path logs;
@@ -127,14 +124,10 @@ public final class FrontBench implements Callable<Integer> {
       warmupSeconds = 2;
       rounds = 1;
     }
-    root = repositoryRoot();
+    processes = new BenchProcesses("front-bench");
+    root = processes.root;
+    logs = processes.logs;
     loadAtStart = loadAverages();
-    logs = root.resolve("modules/router-bench/target/front-bench/"
-        + LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss")));
-    Files.createDirectories(logs);
-    // Ctrl-C or SIGTERM: the finally block below does not run, the hook does
-    Thread stopper = new Thread(this::stopAll, "front-bench-stop");
-    Runtime.getRuntime().addShutdownHook(stopper);
     try {
       List<String> engineUrls = startEngines();
       List<Target> running = new ArrayList<>();
@@ -171,63 +164,23 @@ public final class FrontBench implements Callable<Integer> {
       Progress.line("front", "wrote %s", file);
       return 0;
     } finally {
-      stopAll();
-      Runtime.getRuntime().removeShutdownHook(stopper);
+      processes.close();
     }
-  }
-
-  /** Stops every process this run started, and their children. */
-  private synchronized void stopAll() {
-    for (Process process : started) {
-      process.descendants().forEach(ProcessHandle::destroy);
-      process.destroy();
-    }
-    for (Process process : started) {
-      try {
-        if (!process.waitFor(20, TimeUnit.SECONDS)) {
-          process.destroyForcibly();
-        }
-      } catch (InterruptedException e) {
-        process.destroyForcibly();
-        Thread.currentThread().interrupt();
-      }
-    }
-    started.clear();
   }
 
   // ---------------------------------------------------------------- processes
 
   private static Path repositoryRoot() {
-    Path dir = Path.of("").toAbsolutePath();
-    while (dir != null && !Files.exists(dir.resolve("bin/kvrouter"))) {
-      dir = dir.getParent();
-    }
-    if (dir == null) {
-      throw new IllegalStateException("run from inside the repository (bin/kvrouter not found)");
-    }
-    return dir;
+    return BenchProcesses.repositoryRoot();
   }
 
   private Process launch(String name, List<String> command, Map<String, String> env) throws IOException {
-    ProcessBuilder builder = new ProcessBuilder(command).directory(root.toFile())
-        .redirectErrorStream(true).redirectOutput(logs.resolve(name + ".log").toFile());
-    builder.environment().putAll(env);
-    Process process = builder.start();
-    started.add(process);
-    return process;
+    return processes.launch(name, command, env);
   }
 
   private List<String> startEngines() throws Exception {
-    Path file = logs.resolve("engines.yaml");
-    launch("engines", List.of(root.resolve("modules/router-sim/bin/sim").toString(), "engines", "--count",
-        Integer.toString(engines), "--base-port", "0", "--time-scale", Double.toString(timeScale), "--kv-blocks",
-        "20000", "--model", MODEL, "--engines-file", file.toString()), Map.of());
-    awaitCondition("the engines file", Duration.ofSeconds(240), () -> Files.exists(file));
-    List<String> urls = new ArrayList<>();
-    Map<?, ?> parsed = YAML.readValue(file.toFile(), Map.class);
-    for (Object entry : (List<?>) parsed.get("engines")) {
-      urls.add((String) ((Map<?, ?>) entry).get("base_url"));
-    }
+    List<String> urls = processes.startEngines(engines, timeScale, 20000, MODEL, List.of()).stream()
+        .map(BenchProcesses.Engine::baseUrl).toList();
     Progress.line("front", "%d engines: %s", urls.size(), urls);
     return urls;
   }
@@ -271,16 +224,7 @@ public final class FrontBench implements Callable<Integer> {
    */
   private Target kvrouter(String name, List<String> engineUrls, boolean tokens, Map<String, String> extra,
       Path checkout, boolean compare) throws Exception {
-    int grpc = freePort();
-    int http = freePort();
     Map<String, String> env = new LinkedHashMap<>();
-    env.put("KVROUTER_GRPC_PORT", Integer.toString(grpc));
-    env.put("KVROUTER_MANAGEMENT_PORT", Integer.toString(freePort()));
-    env.put("KVROUTER_REMOTE_PORT", Integer.toString(freePort()));
-    env.put("KVROUTER_HTTP_PORT", Integer.toString(http));
-    env.put("KVROUTER_EPP_PORT", Integer.toString(freePort()));
-    env.put("KVROUTER_EPP_HEALTH_PORT", Integer.toString(freePort()));
-    env.put("KVROUTER_LOG_LEVEL", "WARN");
     String opts = "-Xms512m -Xmx1g " + kvrouterJavaOpts + (compare ? " " + compareJavaOpts : "");
     env.put("KVROUTER_JAVA_OPTS", opts.replace("{name}", name).strip());
     String how = (checkout.equals(root) ? "" : checkout + "/") + "bin/kvrouter"
@@ -296,9 +240,10 @@ public final class FrontBench implements Callable<Integer> {
       how += "; no models file (approximate mode: 64-byte text chunks hashed)";
     }
     env.putAll(extra);
-    Process process = launch(name, List.of(checkout.resolve("bin/kvrouter").toString()), env);
-    awaitCondition(name + " up", Duration.ofSeconds(240), () -> Files.readString(logs.resolve(name + ".log"))
-        .contains("kvrouter is up"));
+    BenchProcesses.Node node = processes.kvrouter(name, env, checkout);
+    Process process = node.process();
+    int grpc = node.grpcPort();
+    int http = node.httpPort();
     ManagedChannel channel = NettyChannelBuilder.forAddress("127.0.0.1", grpc).usePlaintext().build();
     try {
       WorkersGrpc.WorkersBlockingStub workers = WorkersGrpc.newBlockingStub(channel);
@@ -471,24 +416,12 @@ public final class FrontBench implements Callable<Integer> {
     }
   }
 
-  private interface Check {
-    boolean ok() throws Exception;
-  }
-
-  private static void awaitCondition(String what, Duration timeout, Check check) throws Exception {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (!check.ok()) {
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("timed out waiting for " + what);
-      }
-      Thread.sleep(200);
-    }
+  private static void awaitCondition(String what, Duration timeout, BenchProcesses.Check check) throws Exception {
+    BenchProcesses.awaitCondition(what, timeout, check);
   }
 
   private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    }
+    return BenchProcesses.freePort();
   }
 
   // ---------------------------------------------------------------- the load
@@ -661,21 +594,7 @@ public final class FrontBench implements Callable<Integer> {
 
   /** CPU ticks of the target's process and its descendants (a peer's CLI may start its server as a child). */
   private static long[] cpu(Target target) {
-    if (target.process() == null) {
-      return new long[0];
-    }
-    List<Long> pids = new ArrayList<>();
-    pids.add(target.process().pid());
-    target.process().descendants().forEach(p -> pids.add(p.pid()));
-    long sum = 0;
-    for (long pid : pids) {
-      try {
-        sum += ProcStat.cpuTicks(pid);
-      } catch (IllegalStateException gone) {
-        // a child that ended
-      }
-    }
-    return new long[] {sum};
+    return target.process() == null ? new long[0] : new long[] {BenchProcesses.treeTicks(target.process())};
   }
 
   private static long pct(long[] sorted, double p) {
@@ -751,12 +670,7 @@ public final class FrontBench implements Callable<Integer> {
   }
 
   private static String loadAverages() {
-    try {
-      String[] fields = Files.readString(Path.of("/proc/loadavg")).strip().split("\\s+");
-      return fields[0] + " / " + fields[1] + " / " + fields[2];
-    } catch (IOException | RuntimeException e) {
-      return "unknown";
-    }
+    return BenchProcesses.loadAverages();
   }
 
   private static String ms(double micros) {

@@ -333,23 +333,50 @@ public final class SimCli implements Runnable {
     @Option(names = "--requests", description = "default ${DEFAULT-VALUE}")
     int requests = 2000;
 
-    @Option(names = "--rate", description = "requests per second on average, default ${DEFAULT-VALUE}")
-    double rate = 6.0;
+    @Option(names = "--rate", description = "requests per second on average (sample, long-tail: default 6.0); new "
+        + "sessions per second (multi-turn, agent)")
+    Double rate;
 
     @Option(names = "--seed", description = "default ${DEFAULT-VALUE}")
     long seed = 7;
 
-    @Option(names = "--kind", description = "sample (the shipped sample's mix, --rate its mean) or long-tail "
-        + "(--rate its calm rate), default ${DEFAULT-VALUE}")
+    @Option(names = "--kind", description = "sample (the shipped sample's mix, --rate its mean), long-tail "
+        + "(--rate its calm rate), or multi-turn / agent (the session workloads as multi-turn traces: "
+        + "session_id, the first turn's timestamp, later turns' delay after the previous one finished, each turn's "
+        + "new tokens; --sessions, --rate new sessions per second, default 1.5 / 1.0, --block-tokens), "
+        + "default ${DEFAULT-VALUE}")
     String kind = "sample";
+
+    @Option(names = "--sessions", description = "multi-turn / agent: sessions, default 300 / 200")
+    Integer sessions;
+
+    @Option(names = "--block-tokens", description = "multi-turn / agent: tokens per hash id (replay with aiperf's "
+        + "--isl-block-size of the same value), default ${DEFAULT-VALUE} (divides both shared prefixes' lengths)")
+    int blockTokens = 100;
+
+    @Option(names = "--session-seed", description = "multi-turn / agent: the workload's seed (as `compare --seed`), "
+        + "default ${DEFAULT-VALUE}")
+    long sessionSeed = 42;
 
     @Override
     public Integer call() throws IOException {
+      if (kind.equals("multi-turn") || kind.equals("agent")) {
+        boolean chat = kind.equals("multi-turn");
+        SessionWorkload.Params p = chat
+            ? SessionWorkload.multiTurn(sessions != null ? sessions : 300, rate != null ? rate : 1.5, sessionSeed)
+            : SessionWorkload.agent(sessions != null ? sessions : 200, rate != null ? rate : 1.0, sessionSeed);
+        List<SessionWorkload.TraceTurn> lines = new SessionWorkload(p).toTrace(blockTokens);
+        try (Writer writer = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+          SessionWorkload.writeTrace(lines, writer);
+        }
+        System.err.println("wrote " + lines.size() + " turns of " + p.sessions() + " sessions to " + out);
+        return 0;
+      }
       List<MooncakeTrace.Entry> entries = switch (kind) {
-        case "sample" -> new MooncakeSampleGenerator(seed).generate(requests, rate);
-        case "long-tail" -> new LongTailTraceGenerator(seed).generate(requests, rate);
+        case "sample" -> new MooncakeSampleGenerator(seed).generate(requests, rate != null ? rate : 6.0);
+        case "long-tail" -> new LongTailTraceGenerator(seed).generate(requests, rate != null ? rate : 6.0);
         default -> throw new CommandLine.ParameterException(new CommandLine(this),
-            "unknown --kind '" + kind + "': sample or long-tail");
+            "unknown --kind '" + kind + "': sample, long-tail, multi-turn or agent");
       };
       try (Writer writer = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
         MooncakeTrace.write(entries, writer);

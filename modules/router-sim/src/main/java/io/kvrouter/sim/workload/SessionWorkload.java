@@ -1,6 +1,8 @@
 package io.kvrouter.sim.workload;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 
@@ -115,6 +117,72 @@ public final class SessionWorkload implements Workload {
     int[] prompt = Tokens.concat(session.history, user);
     return new WorkloadRequest(sessionId(session.number) + "-t" + turn, sessionId(session.number),
         Tokens.concat(prompt, output), prompt.length);
+  }
+
+  /**
+   * One turn of a session as a multi-turn Mooncake-format trace line (aiperf's mooncake_trace loader): the first
+   * turn of a session at its start time ({@code timestamp}, ms), every later one a think time after the previous
+   * turn finished ({@code delay}, ms); {@code inputLength} is what the turn adds (the shared prefix and the first user
+   * segment, then each new user segment), the history being the replaying client's to carry; {@code hashIds} name
+   * its blocks of {@code blockTokens} tokens, the shared prefix's ids shared by every session that opens with it.
+   */
+  public record TraceTurn(String sessionId, Long timestampMillis, Long delayMillis, int inputLength,
+      int outputLength, long[] hashIds) {}
+
+  /**
+   * The workload as a multi-turn trace: the same sessions, start times, turn counts, segment lengths and think times
+   * as {@link #start} and {@link #finished} draw (the same generators in the same order), one line per turn, sessions
+   * in start order. {@code blockTokens} should divide the shared prefix's length so its blocks hold only its tokens.
+   */
+  public List<TraceTurn> toTrace(int blockTokens) {
+    if (blockTokens <= 0) {
+      throw new IllegalArgumentException("blockTokens must be positive");
+    }
+    List<TraceTurn> lines = new ArrayList<>();
+    SplittableRandom starts = new SplittableRandom(Tokens.key(params.seed(), 0x57A7));
+    int prefixBlocks = Math.floorDiv(params.sharedPrefixTokens(), blockTokens);
+    long uniqueIds = (long) params.sharedPrefixes() * (prefixBlocks + 1);
+    double t = 0;
+    for (int s = 0; s < params.sessions(); s++) {
+      t += exponential(starts, 1.0 / params.sessionsPerSecond());
+      SplittableRandom random = new SplittableRandom(Tokens.key(params.seed(), s));
+      int turns = between(random, params.minTurns(), params.maxTurns());
+      long prefixBase = (long) (s % params.sharedPrefixes()) * (prefixBlocks + 1);
+      for (int turn = 1; turn <= turns; turn++) {
+        // finished() draws the think time before nextTurn() draws the segments
+        Long delay = turn == 1 ? null : Math.round(exponential(random, params.meanThinkSeconds()) * 1000);
+        int user = between(random, params.minUserTokens(), params.maxUserTokens());
+        int output = between(random, params.minOutputTokens(), params.maxOutputTokens());
+        int input = turn == 1 ? params.sharedPrefixTokens() + user : user;
+        int shared = turn == 1 ? prefixBlocks : 0;
+        int blocks = (input + blockTokens - 1) / blockTokens;
+        long[] ids = new long[blocks];
+        for (int b = 0; b < blocks; b++) {
+          ids[b] = b < shared ? prefixBase + b : uniqueIds++;
+        }
+        lines.add(new TraceTurn(sessionId(s), turn == 1 ? Math.round(t * 1000) : null, delay, input, output, ids));
+      }
+    }
+    return lines;
+  }
+
+  /** Writes {@link #toTrace} lines as JSONL ({@code session_id}, {@code timestamp} or {@code delay}, ...). */
+  public static void writeTrace(List<TraceTurn> lines, java.io.Writer out) throws java.io.IOException {
+    for (TraceTurn line : lines) {
+      out.write("{\"session_id\": \"" + line.sessionId() + "\"");
+      if (line.timestampMillis() != null) {
+        out.write(", \"timestamp\": " + line.timestampMillis());
+      }
+      if (line.delayMillis() != null) {
+        out.write(", \"delay\": " + line.delayMillis());
+      }
+      out.write(", \"input_length\": " + line.inputLength() + ", \"output_length\": " + line.outputLength()
+          + ", \"hash_ids\": [");
+      for (int i = 0; i < line.hashIds().length; i++) {
+        out.write((i == 0 ? "" : ", ") + line.hashIds()[i]);
+      }
+      out.write("]}\n");
+    }
   }
 
   private String sessionId(int number) {
