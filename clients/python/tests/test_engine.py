@@ -34,11 +34,19 @@ def test_register_is_idempotent_and_deregister_drops_bookings(router: kvrouter.R
     model.workers.append("w3")
     w3 = next(w for w in model.state().workers if w.config.worker_id == "w3")
     assert ([r.dp_rank for r in w3.ranks], w3.config.role) == ([2, 3], kvrouter.WorkerRole.DECODE)
-    router.book(model.name, isl_tokens=32, pinned_worker="w3", pinned_dp_rank=3)
-    gone = router.workers.deregister(model.name, "w3")
+    # the model has aggregated workers: a Book is aggregated, and a decode worker cannot take it
+    with pytest.raises(kvrouter.FailedPrecondition) as refused:
+        router.book(model.name, isl_tokens=32, pinned_worker="w3", pinned_dp_rank=3)
+    assert refused.value.reason == "PINNED_WORKER_ROLE"
+    assert router.workers.deregister(model.name, "w3").dropped_bookings == 0
+    router.workers.register(model.name, "w4", max_num_batched_tokens=4096, total_kv_blocks=500, block_size=16,
+                            dp_start=2, dp_size=2, endpoint="http://127.0.0.1:18010")
+    model.workers.append("w4")
+    router.book(model.name, isl_tokens=32, pinned_worker="w4", pinned_dp_rank=3)
+    gone = router.workers.deregister(model.name, "w4")
     assert (gone.applied, gone.dropped_bookings) == (True, 1)
     with pytest.raises(kvrouter.UnknownWorker):
-        router.workers.deregister(model.name, "w3")
+        router.workers.deregister(model.name, "w4")
     assert model.bookings() == []
 
 
