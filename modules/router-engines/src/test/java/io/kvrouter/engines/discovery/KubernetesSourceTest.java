@@ -29,36 +29,36 @@ class KubernetesSourceTest {
   @Test
   void readyPodsAreEnginesAndGoWhenTheyGo() {
     EngineSources sources = new EngineSources();
-    client.pods().inNamespace(NS).resource(pod("vllm-a", "10.1.0.5", false, true)).create();
-    client.pods().inNamespace(NS).resource(pod("other", "10.1.0.6", true, false)).create();
+    client.pods().inNamespace(NS).resource(pod("vllm-a", "127.0.1.5", false, true)).create();
+    client.pods().inNamespace(NS).resource(pod("other", "127.0.1.6", true, false)).create();
     try (KubernetesSource source = new KubernetesSource(client, NS, "kvrouter.io/engine=true", Duration.ofMinutes(1),
         sources)) {
       // there, matching, but not ready yet: not an engine
       await().atMost(WAIT).until(() -> sources.problems().containsKey(EngineSources.KUBERNETES));
       assertThat(sources.engines()).isEmpty();
 
-      client.pods().inNamespace(NS).resource(pod("vllm-a", "10.1.0.5", true, true)).update();
+      client.pods().inNamespace(NS).resource(pod("vllm-a", "127.0.1.5", true, true)).update();
       EngineKey key = new EngineKey("org/llama-8b", "vllm-a");
       await().atMost(WAIT).until(() -> sources.engine(key) != null);
       EngineSpec spec = sources.engine(key).spec();
-      assertThat(spec).isEqualTo(new EngineSpec("org/llama-8b", "vllm-a", EngineKind.VLLM, "http://10.1.0.5:8000",
-          "http://10.1.0.5:8000/metrics", "tcp://10.1.0.5:5557", "tcp://10.1.0.5:5567", "kv-events", 2, 16, null,
+      assertThat(spec).isEqualTo(new EngineSpec("org/llama-8b", "vllm-a", EngineKind.VLLM, "http://127.0.1.5:8000",
+          "http://127.0.1.5:8000/metrics", "tcp://127.0.1.5:5557", "tcp://127.0.1.5:5567", "kv-events", 2, 16, null,
           8192));
       assertThat(sources.engine(key).origin()).isEqualTo("kubernetes:" + NS + "/vllm-a");
       // the pod without the label is not selected at all
       assertThat(sources.engines()).hasSize(1);
 
       // a second pod with an annotation that is not a number is named as a problem, not run
-      Pod bad = pod("vllm-b", "10.1.0.7", true, true);
+      Pod bad = pod("vllm-b", "127.0.1.7", true, true);
       bad.getMetadata().getAnnotations().put("kvrouter.io/dp-size", "two");
       client.pods().inNamespace(NS).resource(bad).create();
       await().atMost(WAIT).until(() -> String.join(" ", sources.problems().get(EngineSources.KUBERNETES))
           .contains("vllm-b"));
       assertThat(sources.engines()).containsOnlyKeys(key);
 
-      client.pods().inNamespace(NS).resource(pod("vllm-a", "10.1.0.5", false, true)).update();
+      client.pods().inNamespace(NS).resource(pod("vllm-a", "127.0.1.5", false, true)).update();
       await().atMost(WAIT).until(() -> sources.engine(key) == null);
-      client.pods().inNamespace(NS).resource(pod("vllm-a", "10.1.0.5", true, true)).update();
+      client.pods().inNamespace(NS).resource(pod("vllm-a", "127.0.1.5", true, true)).update();
       await().atMost(WAIT).until(() -> sources.engine(key) != null);
       client.pods().inNamespace(NS).withName("vllm-a").delete();
       await().atMost(WAIT).until(() -> sources.engine(key) == null);
