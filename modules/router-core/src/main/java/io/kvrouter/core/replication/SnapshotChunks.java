@@ -70,68 +70,65 @@ public final class SnapshotChunks {
   public static List<SnapshotChunk> cut(String model, long epoch, long seq, long sentAtMillis, ViewState view,
       List<RankRecord> loads, List<LedgerSnapshot.Entry> bookings, long highestAttempt, List<QueuedBook> queued,
       List<SessionBinding> sessions, int maxChunkBytes) {
-    int header = (int) baseBytes(model, null, List.of());
-    List<List<LedgerSnapshot.Entry>> parts = new ArrayList<>();
-    List<List<QueuedBook>> queuedParts = new ArrayList<>();
-    List<List<SessionBinding>> sessionParts = new ArrayList<>();
-    List<SessionBinding> currentSessions = new ArrayList<>();
-    List<LedgerSnapshot.Entry> current = new ArrayList<>();
-    List<QueuedBook> currentQueued = new ArrayList<>();
-    long size = baseBytes(model, view, loads);
+    Parts parts = new Parts((int) baseBytes(model, null, List.of()), baseBytes(model, view, loads), maxChunkBytes);
     for (LedgerSnapshot.Entry booking : bookings) {
-      LedgerSnapshot.Entry fitted = fitAlone(booking, maxChunkBytes - header);
-      int bytes = entryBytes(fitted);
-      if (size + bytes > maxChunkBytes && (!current.isEmpty() || parts.isEmpty())) {
-        parts.add(current);
-        queuedParts.add(currentQueued);
-        sessionParts.add(currentSessions);
-        currentSessions = new ArrayList<>();
-        current = new ArrayList<>();
-        currentQueued = new ArrayList<>();
-        size = header;
-      }
-      current.add(fitted);
-      size += bytes;
+      LedgerSnapshot.Entry fitted = fitAlone(booking, maxChunkBytes - parts.header);
+      parts.room(entryBytes(fitted));
+      parts.bookings.add(fitted);
     }
     for (QueuedBook book : queued) {
-      int bytes = queuedBytes(book);
-      if (size + bytes > maxChunkBytes && (!current.isEmpty() || !currentQueued.isEmpty() || parts.isEmpty())) {
-        parts.add(current);
-        queuedParts.add(currentQueued);
-        sessionParts.add(currentSessions);
-        currentSessions = new ArrayList<>();
-        current = new ArrayList<>();
-        currentQueued = new ArrayList<>();
-        size = header;
-      }
-      currentQueued.add(book);
-      size += bytes;
+      parts.room(queuedBytes(book));
+      parts.queued.add(book);
     }
     for (SessionBinding binding : sessions) {
-      int bytes = sessionBytes(binding);
-      if (size + bytes > maxChunkBytes && (!current.isEmpty() || !currentQueued.isEmpty()
-          || !currentSessions.isEmpty() || parts.isEmpty())) {
-        parts.add(current);
-        queuedParts.add(currentQueued);
-        sessionParts.add(currentSessions);
-        current = new ArrayList<>();
-        currentQueued = new ArrayList<>();
-        currentSessions = new ArrayList<>();
-        size = header;
-      }
-      currentSessions.add(binding);
-      size += bytes;
+      parts.room(sessionBytes(binding));
+      parts.sessions.add(binding);
     }
-    parts.add(current);
-    queuedParts.add(currentQueued);
-    sessionParts.add(currentSessions);
-    int count = parts.size();
+    parts.close();
+    int count = parts.closed.size();
     List<SnapshotChunk> chunks = new ArrayList<>(count);
     for (int i = 0; i < count; i++) {
+      Parts.Part part = parts.closed.get(i);
       chunks.add(new SnapshotChunk(model, epoch, seq, i, count, sentAtMillis, i == 0 ? view : null,
-          i == 0 ? loads : List.of(), parts.get(i), highestAttempt, queuedParts.get(i), sessionParts.get(i)));
+          i == 0 ? loads : List.of(), part.bookings(), highestAttempt, part.queued(), part.sessions()));
     }
     return chunks;
+  }
+
+  /** The chunks being cut: what goes in the current one, and those already full. */
+  private static final class Parts {
+    record Part(List<LedgerSnapshot.Entry> bookings, List<QueuedBook> queued, List<SessionBinding> sessions) {}
+
+    final int header;
+    final int maxChunkBytes;
+    final List<Part> closed = new ArrayList<>();
+    List<LedgerSnapshot.Entry> bookings = new ArrayList<>();
+    List<QueuedBook> queued = new ArrayList<>();
+    List<SessionBinding> sessions = new ArrayList<>();
+    long size;
+
+    Parts(int header, long firstSize, int maxChunkBytes) {
+      this.header = header;
+      this.size = firstSize;
+      this.maxChunkBytes = maxChunkBytes;
+    }
+
+    /** Makes room for an item of {@code bytes}: closes the current chunk if it would overflow (and holds anything). */
+    void room(int bytes) {
+      boolean holds = !bookings.isEmpty() || !queued.isEmpty() || !sessions.isEmpty();
+      if (size + bytes > maxChunkBytes && (holds || closed.isEmpty())) {
+        close();
+        size = header;
+      }
+      size += bytes;
+    }
+
+    void close() {
+      closed.add(new Part(bookings, queued, sessions));
+      bookings = new ArrayList<>();
+      queued = new ArrayList<>();
+      sessions = new ArrayList<>();
+    }
   }
 
   /** {@code booking}, its sequence hashes cut to the leading ones that let it fit in {@code budget} bytes. */
