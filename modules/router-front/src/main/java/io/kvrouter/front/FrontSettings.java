@@ -12,6 +12,7 @@ public record FrontSettings(
     Path modelsFile,
     Duration modelsReloadInterval,
     long maxBodyBytes,
+    long refusedBodyDrainBytes,
     Duration bodyTimeout,
     int maxJsonDepth,
     int maxClientIdLength,
@@ -40,6 +41,8 @@ public record FrontSettings(
     require(attempts >= 1 && attempts <= 16, "attempts must be in [1, 16], got " + attempts);
     require(port >= 0 && port <= 65_535, "port must be in [0, 65535], got " + port);
     require(maxBodyBytes >= 1024 && maxBodyBytes <= (1L << 30), "max-body-bytes must be in [1 KiB, 1 GiB]");
+    require(refusedBodyDrainBytes >= 0 && refusedBodyDrainBytes <= (1L << 30),
+        "refused-body-drain-bytes must be in [0, 1 GiB]");
     require(maxJsonDepth >= 4 && maxJsonDepth <= 1000, "max-json-depth must be in [4, 1000]");
     require(maxClientIdLength >= 8 && maxClientIdLength <= 200, "max-client-id-length must be in [8, 200]");
     require(breakerFailures >= 1, "breaker.failures must be at least 1");
@@ -68,6 +71,7 @@ public record FrontSettings(
         models.isBlank() ? null : Path.of(models),
         c.getDuration("models-reload-interval"),
         c.getMemorySize("max-body-bytes").toBytes(),
+        c.getMemorySize("refused-body-drain-bytes").toBytes(),
         c.getDuration("body-timeout"),
         c.getInt("max-json-depth"),
         c.getInt("max-client-id-length"),

@@ -129,10 +129,16 @@ class BadInputTest {
     String huge = "{\"model\": \"" + MODEL + "\", \"messages\": [{\"role\": \"user\", \"content\": \""
         + "x".repeat(200_000) + "\"}]}";
     assertThat(rejected(post(huge), 413)).isEqualTo("BODY_TOO_LARGE");
+    // declared over the limit but within the drain bound: read and dropped, so the connection stays open
+    String drained = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + "Content-Length: 200000\r\n\r\n" + "x".repeat(200_000), Duration.ofSeconds(10));
+    assertThat(drained).startsWith("HTTP/1.1 413").contains("BODY_TOO_LARGE");
+    assertThat(drained.toLowerCase(java.util.Locale.ROOT)).doesNotContain("connection: close");
     // a Content-Length over the limit, with no body sent at all: answered at once
     String answer = raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         + "Content-Length: 999999999\r\n\r\n", Duration.ofSeconds(10));
     assertThat(answer).startsWith("HTTP/1.1 413").contains("BODY_TOO_LARGE");
+    assertThat(answer.toLowerCase(java.util.Locale.ROOT)).contains("connection: close");
     nothingBooked();
   }
 

@@ -107,13 +107,22 @@ final class FrontServer {
     FrontSettings s = ctx.settings();
     var declared = request.entity().getContentLengthOption();
     if (declared.isPresent() && declared.getAsLong() > s.maxBodyBytes()) {
-      // refused unread: the connection closes after the answer rather than draining what was promised
       ctx.metrics().refused(endpoint.path(), 413);
       logRefused(endpoint, tooLarge(s), request, arrival);
       HttpResponse response = errorResponse(tooLarge(s), header(request, FrontHeaders.REQUEST_ID));
-      // HTTP/1.1: close rather than drain what was promised (HTTP/2 resets the stream by itself)
-      return CompletableFuture.completedFuture(request.protocol().value().startsWith("HTTP/1")
-          ? response.addHeader(org.apache.pekko.http.javadsl.model.headers.Connection.create("close")) : response);
+      if (!request.protocol().value().startsWith("HTTP/1")) {
+        return CompletableFuture.completedFuture(response); // HTTP/2 resets the stream by itself
+      }
+      HttpResponse closing = response.addHeader(
+          org.apache.pekko.http.javadsl.model.headers.Connection.create("close"));
+      if (declared.getAsLong() > s.refusedBodyDrainBytes()) {
+        return CompletableFuture.completedFuture(closing);
+      }
+      // a socket closed with unread bytes answers the writing client with a reset, which it may read before the 413
+      return request.entity().withoutSizeLimit().getDataBytes()
+          .completionTimeout(s.bodyTimeout())
+          .runWith(org.apache.pekko.stream.javadsl.Sink.ignore(), ctx.materializer())
+          .handle((done, failure) -> failure == null ? response : closing);
     }
     ctx.metrics().started();
     // a body that arrived whole with its headers is strict already: no stream to run for it
