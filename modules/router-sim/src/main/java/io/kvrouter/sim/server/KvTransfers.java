@@ -26,7 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * or blocks of another prompt). A prefill engine drops blocks no decode pulled after {@link #HOLD} (vLLM's
  * {@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT}, 480 s by default).
  */
-final class KvTransfers {
+public final class KvTransfers {
   static final Duration HOLD = Duration.ofSeconds(480);
   static final String PULL_PATH = "/kv_transfer/pull";
 
@@ -45,7 +45,8 @@ final class KvTransfers {
     return engineId;
   }
 
-  int heldCount() {
+  /** Blocks held for a decode engine that has not pulled them (yet). */
+  public int heldCount() {
     expire();
     return held.size();
   }

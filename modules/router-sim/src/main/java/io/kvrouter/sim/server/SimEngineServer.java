@@ -149,7 +149,7 @@ public final class SimEngineServer implements AutoCloseable {
   }
 
   /** vLLM's P/D KV transfers of this engine (a prefill's held blocks; a decode's pulls). */
-  KvTransfers transfers() {
+  public KvTransfers transfers() {
     return transfers;
   }
 
