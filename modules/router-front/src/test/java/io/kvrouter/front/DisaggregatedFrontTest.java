@@ -186,6 +186,26 @@ class DisaggregatedFrontTest {
   }
 
   @Test
+  void aShortPromptUnderConditionalDisaggregationGoesToTheDecodeWorkerAlone() throws Exception {
+    String model = "org/pd-conditional";
+    ScriptedEngine prefill = engine();
+    ScriptedEngine decode = engine();
+    register(model, "p1", WorkerRole.PREFILL, prefill);
+    register(model, "d1", WorkerRole.DECODE, decode);
+    node.setPolicy(model, "kv", java.util.Map.of("conditional_disagg_isl_threshold", "100000"));
+
+    HttpResponse<String> response = send(model, streamed(model));
+
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+    assertThat(response.headers().firstValue("x-kvrouter-worker")).hasValue("d1");
+    assertThat(response.headers().firstValue("x-kvrouter-prefill-worker")).isEmpty();
+    assertThat(prefill.seenList()).isEmpty();
+    assertThat(decode.seenList()).singleElement().satisfies(seen ->
+        assertThat(seen.body()).doesNotContain("kv_transfer_params"));
+    noBookingLeft(model);
+  }
+
+  @Test
   void anAggregatedModelIsForwardedToOneEngineAsBefore() throws Exception {
     String model = "org/pd-aggregated";
     ScriptedEngine engine = engine();

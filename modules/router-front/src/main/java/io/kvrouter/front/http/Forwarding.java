@@ -474,9 +474,12 @@ final class Forwarding {
       Set<String> failed = booking.failedWorkers();
       headers.add(RawHeader.create(FrontHeaders.EXPLAIN, String.format(Locale.ROOT,
           "policy=%s; worker=%s; dp_rank=%d; cost=%.3f; overlap_blocks=%d; cached_tokens=%d; queued_us=%d; "
-              + "view_version=%d; failed=%s", selection.policy(), booked.workerId(), booked.dpRank(),
+              + "view_version=%d; failed=%s%s", selection.policy(), booked.workerId(), booked.dpRank(),
           selection.cost(), selection.overlapBlocks(), selection.cachedTokens(), booked.answer().queuedMicros(),
-          selection.viewVersion(), failed.isEmpty() ? "-" : String.join(",", failed))));
+          selection.viewVersion(), failed.isEmpty() ? "-" : String.join(",", failed),
+          // a pair: worker and dp_rank above are the prefill half's, chosen by the full cost
+          booked.disaggregated() ? "; decode_worker=" + booked.decode().workerId() + "; decode_dp_rank="
+              + booked.decode().dpRank() : "")));
     }
     return headers;
   }
