@@ -33,7 +33,8 @@ import org.junit.jupiter.api.Test;
  * A router node started by {@code Main.init} with its HTTP front on, the models file naming models/kvrouter-tiny,
  * in front of simulated vLLM engines (router-sim's engine server, tokenizing with the same model): the official
  * OpenAI Python SDK and curl as clients; engines killed before and after their first token; the engines' own prefix
- * cache counters; a bounded load with cancels and disconnects. After each: the admission actor's bookings.
+ * cache counters; a bounded load with cancels and disconnects; a prefill/decode pair driven with vLLM's two-step
+ * protocol. After each: the admission actor's bookings.
  */
 class FrontEndToEndTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -48,7 +49,7 @@ class FrontEndToEndTest {
   static void start() throws Exception {
     models = Files.createTempFile("models", ".yaml");
     StringBuilder yaml = new StringBuilder("models:\n");
-    for (int i = 1; i <= 8; i++) {
+    for (int i = 1; i <= 10; i++) {
       yaml.append("  - name: org/e2e-").append(i).append("\n    tokenizer: ").append(SimulatedFleet.TINY).append('\n');
     }
     Files.writeString(models, yaml);
@@ -130,6 +131,49 @@ class FrontEndToEndTest {
     JsonNode unknown = results.get(4);
     assertThat(unknown.get("status").asInt()).isEqualTo(404);
     assertThat(unknown.get("code").asText()).isEqualTo("UNKNOWN_MODEL");
+    noBookingLeft(fleet.model);
+  }
+
+  @Test
+  void aPrefillDecodePairServesThroughTheFrontWithTheKvTransferredBetweenTheEngines() throws Exception {
+    SimulatedFleet fleet = fleet();
+    SimEngineServer prefill = fleet.start(4_000, 50);
+    SimEngineServer decode = fleet.start(4_000, 50);
+    fleet.register(node.cluster(), prefill, io.kvrouter.core.model.WorkerRole.PREFILL);
+    fleet.register(node.cluster(), decode, io.kvrouter.core.model.WorkerRole.DECODE);
+    String content = "Tell me about prefill and decode. ".repeat(30);
+    String body = "{\"model\":\"" + fleet.model + "\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content
+        + "\"}],\"stream\":true,\"max_tokens\":6,\"stream_options\":{\"include_usage\":true}}";
+    for (String version : List.of("--http1.1", "--http2-prior-knowledge")) {
+      Process curl = new ProcessBuilder("curl", "-sS", "-N", version, "-D", "-", node.httpUrl()
+          + "/v1/chat/completions", "-H", "Content-Type: application/json", "-d", body).redirectErrorStream(true)
+          .start();
+      assertThat(curl.waitFor(60, TimeUnit.SECONDS)).isTrue();
+      String out = new String(curl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertThat(curl.exitValue()).as(out).isZero();
+      assertThat(out).as(version).containsIgnoringCase("x-kvrouter-worker: " + fleet.workerId(decode))
+          .containsIgnoringCase("x-kvrouter-prefill-worker: " + fleet.workerId(prefill))
+          .contains("\"finish_reason\":\"length\"").endsWith("data: [DONE]\n\n");
+      // the decode engine pulled the prefill engine's blocks: the prompt's full blocks arrived computed
+      Matcher usage = Pattern.compile("\"cached_tokens\":(\\d+)").matcher(out);
+      assertThat(usage.find()).as(out).isTrue();
+      assertThat(Integer.parseInt(usage.group(1))).isGreaterThanOrEqualTo(16);
+    }
+    assertThat(prefill.transfers().heldCount()).isZero();
+    // the prefill engine generated one token per request, the decode engine the rest
+    assertThat(metric(prefill, "vllm:generation_tokens_total")).isEqualTo(2.0);
+    assertThat(metric(decode, "vllm:generation_tokens_total")).isEqualTo(12.0);
+    noBookingLeft(fleet.model);
+
+    // a decode engine gone after the prefill: the pair is released, the prefill engine keeps the KV it offered
+    decode.close();
+    HttpResponse<String> failed = HTTP.send(HttpRequest.newBuilder(URI.create(node.httpUrl()
+            + "/v1/chat/completions")).header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(body)).timeout(Duration.ofSeconds(60)).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(failed.statusCode()).as(failed.body()).isEqualTo(502);
+    assertThat(failed.body()).contains(fleet.workerId(decode));
+    assertThat(prefill.transfers().heldCount()).isEqualTo(1);
     noBookingLeft(fleet.model);
   }
 

@@ -71,18 +71,29 @@ final class SimulatedFleet implements AutoCloseable {
 
   /** Registers one engine of the fleet. */
   void register(RouterCluster cluster, SimEngineServer engine) throws Exception {
+    register(cluster, engine, WorkerRole.AGGREGATED);
+  }
+
+  /**
+   * Registers one engine of the fleet as a worker of {@code role} (the engines file has no role key: a prefill or
+   * decode engine is registered here).
+   */
+  void register(RouterCluster cluster, SimEngineServer engine, WorkerRole role) throws Exception {
     EnginesFile.Entry e = entries.get(engines.indexOf(engine));
     register(cluster, Map.of("worker_id", e.workerId(), "base_url", e.baseUrl(), "block_size", e.blockSize(),
         "total_kv_blocks", e.totalKvBlocks(), "max_num_batched_tokens", e.maxNumBatchedTokens(), "dp_size",
-        e.dpSize()));
+        e.dpSize()), role);
   }
 
   private void register(RouterCluster cluster, Map<String, Object> entry) throws Exception {
+    register(cluster, entry, WorkerRole.AGGREGATED);
+  }
+
+  private void register(RouterCluster cluster, Map<String, Object> entry, WorkerRole role) throws Exception {
     String worker = (String) entry.get("worker_id");
     WorkerConfig config = new WorkerConfig(worker, 0, ((Number) entry.get("dp_size")).intValue(),
         ((Number) entry.get("max_num_batched_tokens")).intValue(), ((Number) entry.get("total_kv_blocks")).intValue(),
-        ((Number) entry.get("block_size")).intValue(), (String) entry.get("base_url"), cluster.region(),
-        WorkerRole.AGGREGATED);
+        ((Number) entry.get("block_size")).intValue(), (String) entry.get("base_url"), cluster.region(), role);
     cluster.client(model).register(config, Duration.ofSeconds(10)).toCompletableFuture().get();
     await().atMost(Duration.ofSeconds(10)).until(() -> cluster.view(model) != null
         && cluster.view(model).worker(worker) != null);

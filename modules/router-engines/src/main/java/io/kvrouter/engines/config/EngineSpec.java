@@ -1,5 +1,6 @@
 package io.kvrouter.engines.config;
 
+import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.core.selection.RequestLimits;
 import java.net.URI;
 import java.util.ArrayList;
@@ -15,6 +16,7 @@ import java.util.List;
  * @param kvEventsTopic the topic frame to accept, or null: every topic
  * @param blockSize the engine's block (page) size, or null: from its metrics (vLLM's cache_config_info)
  * @param totalKvBlocks KV blocks per rank, or null: from its metrics
+ * @param role the role the engine registers with (aggregated, or one half of a prefill/decode pair)
  */
 public record EngineSpec(
     String model,
@@ -28,19 +30,44 @@ public record EngineSpec(
     int dpSize,
     Integer blockSize,
     Integer totalKvBlocks,
-    int maxNumBatchedTokens) {
+    int maxNumBatchedTokens,
+    WorkerRole role) {
 
   public static final int DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192;
 
-  /** The spec with defaults applied: metrics_url = base_url + /metrics, dp_size 1, max_num_batched_tokens 8192. */
+  public EngineSpec {
+    role = role == null ? WorkerRole.AGGREGATED : role;
+  }
+
+  /** An aggregated engine. */
+  public EngineSpec(String model, String workerId, EngineKind kind, String baseUrl, String metricsUrl,
+      String kvEvents, String kvEventsReplay, String kvEventsTopic, int dpSize, Integer blockSize,
+      Integer totalKvBlocks, int maxNumBatchedTokens) {
+    this(model, workerId, kind, baseUrl, metricsUrl, kvEvents, kvEventsReplay, kvEventsTopic, dpSize, blockSize,
+        totalKvBlocks, maxNumBatchedTokens, WorkerRole.AGGREGATED);
+  }
+
+  /** An aggregated engine's spec with defaults applied ({@link #of(String, String, EngineKind, String, String,
+   * String, String, String, Integer, Integer, Integer, Integer, WorkerRole)}). */
   public static EngineSpec of(String model, String workerId, EngineKind kind, String baseUrl, String metricsUrl,
       String kvEvents, String kvEventsReplay, String kvEventsTopic, Integer dpSize, Integer blockSize,
       Integer totalKvBlocks, Integer maxNumBatchedTokens) {
+    return of(model, workerId, kind, baseUrl, metricsUrl, kvEvents, kvEventsReplay, kvEventsTopic, dpSize, blockSize,
+        totalKvBlocks, maxNumBatchedTokens, WorkerRole.AGGREGATED);
+  }
+
+  /**
+   * The spec with defaults applied: metrics_url = base_url + /metrics, dp_size 1, max_num_batched_tokens 8192, role
+   * aggregated.
+   */
+  public static EngineSpec of(String model, String workerId, EngineKind kind, String baseUrl, String metricsUrl,
+      String kvEvents, String kvEventsReplay, String kvEventsTopic, Integer dpSize, Integer blockSize,
+      Integer totalKvBlocks, Integer maxNumBatchedTokens, WorkerRole role) {
     String base = blank(baseUrl) ? null : stripSlash(baseUrl.trim());
     String metrics = blank(metricsUrl) ? (base == null ? null : base + "/metrics") : metricsUrl.trim();
     return new EngineSpec(model, workerId, kind, base, metrics, emptyToNull(kvEvents), emptyToNull(kvEventsReplay),
         emptyToNull(kvEventsTopic), dpSize == null ? 1 : dpSize, blockSize, totalKvBlocks,
-        maxNumBatchedTokens == null ? DEFAULT_MAX_NUM_BATCHED_TOKENS : maxNumBatchedTokens);
+        maxNumBatchedTokens == null ? DEFAULT_MAX_NUM_BATCHED_TOKENS : maxNumBatchedTokens, role);
   }
 
   public EngineKey key() {

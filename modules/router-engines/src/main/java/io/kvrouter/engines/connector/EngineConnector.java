@@ -6,7 +6,6 @@ import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.indexer.KvEvent;
 import io.kvrouter.core.indexer.StorageTier;
 import io.kvrouter.core.model.WorkerConfig;
-import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.engines.config.EngineKind;
 import io.kvrouter.engines.config.EngineSpec;
 import io.kvrouter.engines.config.TcpEndpoint;
@@ -316,7 +315,7 @@ public final class EngineConnector implements AutoCloseable {
       int[] capacity = capacity(lastMetrics);
       if (capacity[0] > 0 && capacity[1] > 0) {
         return new WorkerConfig(spec.workerId(), 0, spec.dpSize(), spec.maxNumBatchedTokens(), capacity[1],
-            capacity[0], spec.baseUrl(), "", WorkerRole.AGGREGATED);
+            capacity[0], spec.baseUrl(), "", spec.role());
       }
       phase = Phase.AWAITING_CAPACITY;
       pause(POLL_MILLIS);

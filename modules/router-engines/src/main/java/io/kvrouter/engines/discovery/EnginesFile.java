@@ -31,7 +31,7 @@ import java.util.Set;
 public final class EnginesFile {
   public static final List<String> KEYS = List.of("model", "worker_id", "kind", "base_url", "metrics_url",
       "kv_events", "kv_events_replay", "kv_events_topic", "dp_size", "block_size", "total_kv_blocks",
-      "max_num_batched_tokens");
+      "max_num_batched_tokens", "role");
   private static final Set<String> KEY_SET = Set.copyOf(KEYS);
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
 
@@ -97,7 +97,7 @@ public final class EnginesFile {
           text(entry, "kv_events", entryProblems), text(entry, "kv_events_replay", entryProblems),
           text(entry, "kv_events_topic", entryProblems), integer(entry, "dp_size", entryProblems),
           integer(entry, "block_size", entryProblems), integer(entry, "total_kv_blocks", entryProblems),
-          integer(entry, "max_num_batched_tokens", entryProblems));
+          integer(entry, "max_num_batched_tokens", entryProblems), role(entry, entryProblems));
       if (entryProblems.isEmpty()) {
         entryProblems.addAll(spec.problems());
       }
@@ -113,6 +113,23 @@ public final class EnginesFile {
       engines.put(spec.key(), spec);
     }
     return new Parsed(List.copyOf(engines.values()), List.copyOf(problems));
+  }
+
+  /** {@code role}: aggregated (the default), prefill or decode. */
+  private static io.kvrouter.core.model.WorkerRole role(JsonNode entry, List<String> problems) {
+    String value = text(entry, "role", problems);
+    if (value == null) {
+      return null;
+    }
+    return switch (value) {
+      case "aggregated" -> io.kvrouter.core.model.WorkerRole.AGGREGATED;
+      case "prefill" -> io.kvrouter.core.model.WorkerRole.PREFILL;
+      case "decode" -> io.kvrouter.core.model.WorkerRole.DECODE;
+      default -> {
+        problems.add("role: must be aggregated, prefill or decode");
+        yield null;
+      }
+    };
   }
 
   private static String text(JsonNode entry, String key, List<String> problems) {

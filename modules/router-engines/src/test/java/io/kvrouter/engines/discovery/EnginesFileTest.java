@@ -40,6 +40,22 @@ class EnginesFileTest {
   }
 
   @Test
+  void aRoleRegistersAPrefillOrDecodeWorkerAndAnUnknownOneIsAProblem() throws Exception {
+    EnginesFile.Parsed parsed = EnginesFile.parse("""
+        engines:
+          - {model: m, worker_id: p, kind: vllm, base_url: "http://127.0.0.1:9", role: prefill}
+          - {model: m, worker_id: d, kind: vllm, base_url: "http://127.0.0.1:10", role: decode}
+          - {model: m, worker_id: a, kind: vllm, base_url: "http://127.0.0.1:11"}
+          - {model: m, worker_id: x, kind: vllm, base_url: "http://127.0.0.1:12", role: both}
+        """);
+    assertThat(parsed.engines()).extracting(EngineSpec::role).containsExactly(
+        io.kvrouter.core.model.WorkerRole.PREFILL, io.kvrouter.core.model.WorkerRole.DECODE,
+        io.kvrouter.core.model.WorkerRole.AGGREGATED);
+    assertThat(parsed.problems()).singleElement().asString().contains("(x)").contains("role: must be aggregated, "
+        + "prefill or decode");
+  }
+
+  @Test
   void jsonIsAcceptedAsYaml() throws Exception {
     EnginesFile.Parsed parsed = EnginesFile.parse("{\"engines\": [{\"model\": \"m\", \"worker_id\": \"w\", "
         + "\"kind\": \"vllm\", \"base_url\": \"http://127.0.0.1:9\"}]}");

@@ -13,10 +13,12 @@ final class AccessLog {
   private static final Logger log = LoggerFactory.getLogger("io.kvrouter.front.access");
 
   /** One request's line. */
-  record Entry(String method, String path, int status, String model, String worker, int attempts, long ttftMicros,
+  record Entry(String method, String path, int status, String model, String worker,
+      String prefillWorker, int attempts, long ttftMicros,
       long durationMicros, long bytesOut, String clientRequestId, String session, String bookingId, String outcome) {}
 
-  private static final String[] KEYS = {"http_method", "http_path", "http_status", "model", "worker", "attempts",
+  private static final String[] KEYS = {"http_method", "http_path", "http_status", "model", "worker", "prefill_worker",
+      "attempts",
       "ttft_us", "duration_us", "bytes_out", "request_id", "session", "booking_id", "outcome"};
 
   boolean enabled() {
@@ -32,6 +34,7 @@ final class AccessLog {
     MDC.put("http_status", Integer.toString(e.status()));
     MDC.put("model", e.model() == null ? "" : e.model());
     MDC.put("worker", e.worker() == null ? "" : e.worker());
+    MDC.put("prefill_worker", e.prefillWorker() == null ? "" : e.prefillWorker());
     MDC.put("attempts", Integer.toString(e.attempts()));
     MDC.put("ttft_us", Long.toString(e.ttftMicros()));
     MDC.put("duration_us", Long.toString(e.durationMicros()));
@@ -41,9 +44,9 @@ final class AccessLog {
     MDC.put("booking_id", e.bookingId() == null ? "" : e.bookingId());
     MDC.put("outcome", e.outcome());
     try {
-      log.info("{} {} {} model={} worker={} attempts={} ttft_us={} duration_us={} bytes={} request_id={} "
+      log.info("{} {} {} model={} worker={} prefill_worker={} attempts={} ttft_us={} duration_us={} bytes={} request_id={} "
               + "session={} booking_id={} outcome={}", e.method(), e.path(), e.status(), e.model(), e.worker(),
-          e.attempts(), e.ttftMicros(), e.durationMicros(), e.bytesOut(), e.clientRequestId(), e.session(),
+          e.prefillWorker() == null ? "-" : e.prefillWorker(), e.attempts(), e.ttftMicros(), e.durationMicros(), e.bytesOut(), e.clientRequestId(), e.session(),
           e.bookingId(), e.outcome());
     } finally {
       for (String key : KEYS) {

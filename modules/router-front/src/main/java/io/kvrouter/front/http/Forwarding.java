@@ -1,5 +1,6 @@
 package io.kvrouter.front.http;
 
+import io.kvrouter.core.admission.SessionOutcome;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.front.FrontError;
@@ -9,6 +10,13 @@ import io.kvrouter.front.request.FrontHeaders;
 import io.kvrouter.front.routing.BookingScope;
 import io.kvrouter.front.routing.PromptRouting;
 import io.kvrouter.front.routing.RequestBooking;
+import io.kvrouter.front.routing.TwoStepProtocol;
+import io.kvrouter.front.routing.LoraAdapters;
+import io.kvrouter.core.selection.Disaggregation;
+import io.kvrouter.core.selection.SelectionView;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.Map;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -55,9 +63,11 @@ final class Forwarding {
    * "The JDK common pool on small hosts"). Each one here is a few cheap calls that never block.
    */
   private static final java.util.concurrent.Executor SAME_THREAD = Runnable::run;
+  /** Writes the two-step protocol's bodies and reads the prefill's answer. */
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   /** Why an attempt failed before its first byte. */
-  private record AttemptFailure(String reason, FrontError error) {}
+  private record AttemptFailure(String reason, String worker, FrontError error) {}
 
   private static final class Failed extends RuntimeException {
     final AttemptFailure failure;
@@ -68,12 +78,12 @@ final class Forwarding {
     }
   }
 
-  /** The first byte (or the engine's own client error) of an attempt. */
+  /** The first byte (or the engine's own client error) of an attempt, and the worker that sent it. */
   private record FirstBytes(HttpResponse response, ByteString first, Source<ByteString, NotUsed> rest,
-      boolean passThrough) {}
+      boolean passThrough, String worker) {}
 
   private final FrontContext ctx;
-  private final ClientRequest request;
+  private ClientRequest request;
   private final ByteString body;
   private final HttpRequest incoming;
   private final long arrivalNanos;
@@ -89,6 +99,7 @@ final class Forwarding {
   private volatile ScheduledFuture<?> bodyGuard;
   private volatile String outcome;
   private volatile String workerServed;
+  private volatile String prefillServed;
   private volatile String bookingServed;
 
   Forwarding(FrontContext ctx, ClientRequest request, ByteString body, HttpRequest incoming, long arrivalNanos) {
@@ -114,6 +125,16 @@ final class Forwarding {
   }
 
   CompletionStage<HttpResponse> run() {
+    // the front drives vLLM's two-step protocol: it books a prefill/decode pair where the model has both roles
+    request = request.withDisaggregation(Disaggregation.AUTO);
+    SelectionView named = ctx.cluster().view(request.model());
+    if (named == null || named.isEmpty()) {
+      String base = LoraAdapters.baseModel(ctx.cluster(), request.model());
+      if (base != null) {
+        // vLLM serves an adapter by its name in 'model': the body goes on unchanged, the Book is the base model's
+        request = request.forAdapter(base, request.model());
+      }
+    }
     BookingScope scope;
     try {
       scope = BookingScope.resolve(ctx.cluster(), request.model(), request.global());
@@ -161,30 +182,107 @@ final class Forwarding {
   }
 
   private CompletionStage<HttpResponse> forward(RequestBooking.Booked booked) {
+    if (booked.disaggregated()) {
+      return forwardPair(booked);
+    }
+    return exchange(booked.workerId(), booked.endpoint(), booked.requestId(), booked.dpRank(), body,
+        request.stream()).handle((ok, failure) -> afterFirst(booked, ok, failure)).thenCompose(s -> s);
+  }
+
+  /**
+   * vLLM's two-step protocol for a prefill/decode pair, under one X-Request-Id: the prefill request (one token, not
+   * streamed, {@code kv_transfer_params.do_remote_decode}) to the prefill rank, read whole; MarkPrefillDone (frees
+   * the prefill rank); then the decode request (the client's body with the {@code kv_transfer_params} the prefill
+   * answered) to the decode rank, whose answer goes to the client as an aggregated rank's does. Either step failing
+   * before the first byte reaches the client fails the attempt (the pair is released, the failing worker excluded).
+   */
+  private CompletionStage<HttpResponse> forwardPair(RequestBooking.Booked booked) {
+    ByteString prefillBody;
+    try {
+      prefillBody = ByteString.fromArray(JSON.writeValueAsBytes(TwoStepProtocol.prefillBody(request.body())));
+    } catch (JsonProcessingException e) {
+      booking.finish();
+      return CompletableFuture.completedFuture(error(e));
+    }
+    long prefillStart = System.nanoTime();
+    return exchange(booked.workerId(), booked.endpoint(), booked.requestId(), booked.dpRank(), prefillBody, false)
+        .thenCompose(first -> first.passThrough() ? CompletableFuture.completedFuture(first)
+            : prefillAnswer(booked, first).thenCompose(params -> {
+              ctx.metrics().prefilled(request.model(), booked.workerId(), booked.decode().workerId(),
+                  System.nanoTime() - prefillStart);
+              booking.prefillAnswered();
+              ByteString decodeBody;
+              try {
+                decodeBody = params == null ? body
+                    : ByteString.fromArray(JSON.writeValueAsBytes(TwoStepProtocol.decodeBody(request.body(), params)));
+              } catch (JsonProcessingException e) {
+                return CompletableFuture.<FirstBytes>failedFuture(e);
+              }
+              return exchange(booked.decode().workerId(), booked.decode().endpoint(), booked.requestId(),
+                  booked.decode().dpRank(), decodeBody, request.stream());
+            }))
+        .handle((ok, failure) -> afterFirst(booked, ok, failure)).thenCompose(s -> s);
+  }
+
+  /** The prefill engine's whole answer (bounded by the body limit and the response timeout), its transfer params. */
+  private CompletableFuture<Map<String, Object>> prefillAnswer(RequestBooking.Booked booked, FirstBytes first) {
+    long limit = ctx.settings().maxBodyBytes();
+    return Source.single(first.first()).concat(first.rest())
+        .completionTimeout(ctx.settings().responseTimeout())
+        .runFold(ByteString.emptyByteString(), (all, chunk) -> {
+          if (all.size() + chunk.size() > limit) {
+            throw new IllegalStateException("the prefill answer exceeds " + limit + " bytes");
+          }
+          return all.concat(chunk);
+        }, ctx.materializer())
+        .toCompletableFuture()
+        .handle((all, failure) -> {
+          if (failure != null) {
+            throw new Failed(new AttemptFailure("prefill_answer_failed", booked.workerId(), new FrontError(502,
+                FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "prefill worker " + booked.workerId()
+                + " broke its answer: " + RoutingError.truncate(String.valueOf(unwrap(failure).getMessage()), 200),
+                null, 0)));
+          }
+          try {
+            return TwoStepProtocol.transferParams(JSON.readValue(all.toArray(), Object.class));
+          } catch (java.io.IOException e) {
+            throw new Failed(new AttemptFailure("prefill_answer_invalid", booked.workerId(), new FrontError(502,
+                FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "prefill worker " + booked.workerId()
+                + " answered something other than JSON", null, 0)));
+          }
+        });
+  }
+
+  /**
+   * Sends {@code payload} to {@code worker} at {@code endpoint} and completes with the answer's first bytes, or
+   * fails with {@link Failed} (refused, reset, a 5xx or 429, no first byte in time, an empty answer).
+   */
+  private CompletableFuture<FirstBytes> exchange(String worker, String endpoint, String requestId, int dpRank,
+      ByteString payload, boolean streamed) {
     CompletableFuture<FirstBytes> first = new CompletableFuture<>();
-    long timeoutMs = (request.stream() ? ctx.settings().firstTokenTimeout() : ctx.settings().responseTimeout())
+    long timeoutMs = (streamed ? ctx.settings().firstTokenTimeout() : ctx.settings().responseTimeout())
         .toMillis();
     ScheduledFuture<?> timer = ctx.timers().schedule(() -> first.completeExceptionally(new Failed(
-        new AttemptFailure("first_byte_timeout", new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT,
-            "worker " + booked.workerId() + " sent no " + (request.stream() ? "token" : "answer") + " within "
-                + timeoutMs + " ms", null, 0)))), timeoutMs, TimeUnit.MILLISECONDS);
+        new AttemptFailure("first_byte_timeout", worker, new FrontError(504, FrontError.TIMEOUT,
+            FrontError.ENGINE_TIMEOUT, "worker " + worker + " sent no " + (streamed ? "token" : "answer")
+                + " within " + timeoutMs + " ms", null, 0)))), timeoutMs, TimeUnit.MILLISECONDS);
+    first.whenComplete((ok, failure) -> timer.cancel(false));
     HttpRequest out;
     try {
       out = HttpRequest.create()
           .withMethod(HttpMethods.POST)
-          .withUri(ctx.engines().uri(booked.endpoint(), request.endpoint().path()))
-          .withHeaders(engineHeaders(booked))
-          .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, body));
+          .withUri(ctx.engines().uri(endpoint, request.endpoint().path()))
+          .withHeaders(engineHeaders(requestId, dpRank))
+          .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, payload));
     } catch (RuntimeException e) {
-      timer.cancel(false);
-      first.completeExceptionally(new Failed(new AttemptFailure("bad_endpoint", new FrontError(502,
-          FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId() + " has an endpoint the front "
-          + "cannot reach: " + RoutingError.echo(booked.endpoint()), null, 0))));
-      return first.handle((ok, failure) -> afterFirst(booked, null, failure)).thenCompose(s -> s);
+      first.completeExceptionally(new Failed(new AttemptFailure("bad_endpoint", worker, new FrontError(502,
+          FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + worker + " has an endpoint the front "
+          + "cannot reach: " + RoutingError.echo(endpoint), null, 0))));
+      return first;
     }
     ctx.engines().send(out).whenCompleteAsync((response, failure) -> {
       if (failure != null) {
-        first.completeExceptionally(new Failed(connectFailure(booked, unwrap(failure))));
+        first.completeExceptionally(new Failed(connectFailure(worker, unwrap(failure))));
         return;
       }
       if (first.isDone()) { // timed out before the answer came: cut it
@@ -194,8 +292,8 @@ final class Forwarding {
       int status = response.status().intValue();
       if (status >= 500 || status == 429) {
         response.entity().getDataBytes().runWith(Sink.cancelled(), ctx.materializer());
-        first.completeExceptionally(new Failed(new AttemptFailure("status_" + status, new FrontError(502,
-            FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId() + " answered HTTP " + status,
+        first.completeExceptionally(new Failed(new AttemptFailure("status_" + status, worker, new FrontError(502,
+            FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + worker + " answered HTTP " + status,
             null, 0))));
         return;
       }
@@ -205,23 +303,20 @@ final class Forwarding {
           .runWith(Sink.head(), ctx.materializer())
           .whenCompleteAsync((split, error) -> {
             if (error != null) {
-              first.completeExceptionally(new Failed(connectFailure(booked, unwrap(error))));
+              first.completeExceptionally(new Failed(connectFailure(worker, unwrap(error))));
             } else if (split.first().isEmpty() && !passThrough) {
               split.second().runWith(Sink.cancelled(), ctx.materializer());
-              first.completeExceptionally(new Failed(new AttemptFailure("empty_answer", new FrontError(502,
-                  FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
+              first.completeExceptionally(new Failed(new AttemptFailure("empty_answer", worker, new FrontError(502,
+                  FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + worker
                   + " closed its answer before the first byte", null, 0))));
             } else if (!first.complete(new FirstBytes(response,
                 split.first().isEmpty() ? ByteString.emptyByteString() : split.first().get(0), split.second(),
-                passThrough))) {
+                passThrough, worker))) {
               split.second().runWith(Sink.cancelled(), ctx.materializer()); // timed out meanwhile
             }
           }, SAME_THREAD);
     }, SAME_THREAD);
-    return first.handle((ok, failure) -> {
-      timer.cancel(false);
-      return afterFirst(booked, ok, failure);
-    }).thenCompose(s -> s);
+    return first;
   }
 
   private CompletionStage<HttpResponse> afterFirst(RequestBooking.Booked booked, FirstBytes first,
@@ -235,7 +330,7 @@ final class Forwarding {
       return CompletableFuture.completedFuture(error(cause));
     }
     lastFailure = failed.failure;
-    String worker = booking.failed();
+    booking.failed(failed.failure.worker());
     ctx.metrics().retried(request.model(), failed.failure.reason());
     if (booking.attempts() >= ctx.settings().attempts()) {
       booking.finish();
@@ -247,26 +342,26 @@ final class Forwarding {
     return attempt();
   }
 
-  private static AttemptFailure connectFailure(RequestBooking.Booked booked, Throwable cause) {
+  private static AttemptFailure connectFailure(String worker, Throwable cause) {
     String message = cause.getMessage() == null ? cause.getClass().getSimpleName() : cause.getMessage();
     boolean timeout = cause instanceof TimeoutException
         || message.toLowerCase(Locale.ROOT).contains("timeout") || message.toLowerCase(Locale.ROOT).contains("timed out");
     String reason = timeout ? "connect_timeout" : message.toLowerCase(Locale.ROOT).contains("refused") ? "refused"
         : "connection_failed";
-    return new AttemptFailure(reason, new FrontError(timeout ? 504 : 502, timeout ? FrontError.TIMEOUT
+    return new AttemptFailure(reason, worker, new FrontError(timeout ? 504 : 502, timeout ? FrontError.TIMEOUT
         : FrontError.UPSTREAM, timeout ? FrontError.ENGINE_TIMEOUT : FrontError.ENGINE_FAILED, "worker "
-        + booked.workerId() + " failed before its first byte: " + RoutingError.truncate(message, 200), null, 0));
+        + worker + " failed before its first byte: " + RoutingError.truncate(message, 200), null, 0));
   }
 
-  private List<HttpHeader> engineHeaders(RequestBooking.Booked booked) {
+  private List<HttpHeader> engineHeaders(String requestId, int dpRank) {
     List<HttpHeader> headers = new ArrayList<>();
     for (HttpHeader header : incoming.getHeaders()) {
       if (forwarded(header.lowercaseName())) {
         headers.add(header);
       }
     }
-    headers.add(RawHeader.create("X-Request-Id", booked.requestId()));
-    headers.add(RawHeader.create(FrontHeaders.DATA_PARALLEL_RANK, Integer.toString(booked.dpRank())));
+    headers.add(RawHeader.create("X-Request-Id", requestId));
+    headers.add(RawHeader.create(FrontHeaders.DATA_PARALLEL_RANK, Integer.toString(dpRank)));
     return headers;
   }
 
@@ -284,10 +379,11 @@ final class Forwarding {
   /** The first byte is here: the answer goes to the client from now on; nothing is retried any more. */
   private HttpResponse commit(RequestBooking.Booked booked, FirstBytes first) {
     firstByteNanos = System.nanoTime();
-    workerServed = booked.workerId();
+    workerServed = first.worker();
+    prefillServed = booked.prefillWorker();
     bookingServed = booked.requestId();
     if (first.passThrough()) {
-      booking.answered();
+      booking.answered(first.worker());
     } else {
       booking.started();
       ctx.metrics().timeToFirstToken(request.model(), firstByteNanos - arrivalNanos);
@@ -327,9 +423,9 @@ final class Forwarding {
               return null;
             }
             FrontError error = failure instanceof TimeoutException
-                ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + booked.workerId()
+                ? new FrontError(504, FrontError.TIMEOUT, FrontError.ENGINE_TIMEOUT, "worker " + first.worker()
                     + " sent nothing for " + ctx.settings().idleTimeout().toMillis() + " ms", null, 0)
-                : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + booked.workerId()
+                : new FrontError(502, FrontError.UPSTREAM, FrontError.ENGINE_FAILED, "worker " + first.worker()
                     + " failed mid-stream: " + RoutingError.truncate(String.valueOf(failure.getMessage()), 200),
                     null, 0);
             return List.of(ByteString.fromArray(error.sseEvent()), DONE);
@@ -360,8 +456,17 @@ final class Forwarding {
   private List<HttpHeader> responseHeaders(RequestBooking.Booked booked) {
     List<HttpHeader> headers = new ArrayList<>(6);
     headers.add(RawHeader.create(FrontHeaders.REQUEST_ID, clientId));
-    headers.add(RawHeader.create(FrontHeaders.WORKER, booked.workerId()));
-    headers.add(RawHeader.create(FrontHeaders.DP_RANK, Integer.toString(booked.dpRank())));
+    headers.add(RawHeader.create(FrontHeaders.WORKER, booked.servingWorker()));
+    headers.add(RawHeader.create(FrontHeaders.DP_RANK, Integer.toString(booked.disaggregated()
+        ? booked.decode().dpRank() : booked.dpRank())));
+    if (booked.disaggregated()) {
+      headers.add(RawHeader.create(FrontHeaders.PREFILL_WORKER, booked.workerId()));
+      headers.add(RawHeader.create(FrontHeaders.PREFILL_DP_RANK, Integer.toString(booked.dpRank())));
+    }
+    SessionOutcome session = booked.answer().session();
+    if (session != null) {
+      headers.add(RawHeader.create(FrontHeaders.SESSION_OUTCOME, session.kind().name().toLowerCase(Locale.ROOT)));
+    }
     headers.add(RawHeader.create(FrontHeaders.BOOKING_ID, booked.requestId()));
     headers.add(RawHeader.create(FrontHeaders.ATTEMPTS, Integer.toString(booked.attempt())));
     if (request.explain()) {
@@ -369,9 +474,12 @@ final class Forwarding {
       Set<String> failed = booking.failedWorkers();
       headers.add(RawHeader.create(FrontHeaders.EXPLAIN, String.format(Locale.ROOT,
           "policy=%s; worker=%s; dp_rank=%d; cost=%.3f; overlap_blocks=%d; cached_tokens=%d; queued_us=%d; "
-              + "view_version=%d; failed=%s", selection.policy(), booked.workerId(), booked.dpRank(),
+              + "view_version=%d; failed=%s%s", selection.policy(), booked.workerId(), booked.dpRank(),
           selection.cost(), selection.overlapBlocks(), selection.cachedTokens(), booked.answer().queuedMicros(),
-          selection.viewVersion(), failed.isEmpty() ? "-" : String.join(",", failed))));
+          selection.viewVersion(), failed.isEmpty() ? "-" : String.join(",", failed),
+          // a pair: worker and dp_rank above are the prefill half's, chosen by the full cost
+          booked.disaggregated() ? "; decode_worker=" + booked.decode().workerId() + "; decode_dp_rank="
+              + booked.decode().dpRank() : "")));
     }
     return headers;
   }
@@ -405,7 +513,7 @@ final class Forwarding {
       long now = System.nanoTime();
       RequestBooking.Booked last = booking == null ? null : booking.current();
       ctx.accessLog().write(new AccessLog.Entry("POST", request.endpoint().path(), status, request.model(),
-          workerServed, booking == null ? 0 : booking.attempts(),
+          workerServed, prefillServed, booking == null ? 0 : booking.attempts(),
           firstByteNanos == 0 ? -1 : (firstByteNanos - arrivalNanos) / 1_000, (now - arrivalNanos) / 1_000,
           bytesOut.get(), request.clientRequestId(), request.session(), bookingServed,
           outcome == null ? "ok" : outcome));

@@ -165,7 +165,7 @@ final class FrontServer {
   /** The access-log line of a request refused before it was parsed (no model, no booking). */
   private void logRefused(Endpoint endpoint, FrontError error, HttpRequest request, long arrival) {
     if (ctx.accessLog().enabled()) {
-      ctx.accessLog().write(new AccessLog.Entry("POST", endpoint.path(), error.status(), null, null, 0, -1,
+      ctx.accessLog().write(new AccessLog.Entry("POST", endpoint.path(), error.status(), null, null, null, 0, -1,
           (System.nanoTime() - arrival) / 1_000, 0, header(request, FrontHeaders.REQUEST_ID), null, null,
           error.code()));
     }
@@ -198,6 +198,15 @@ final class FrontServer {
       entry.put("object", "model");
       entry.put("created", created);
       entry.put("owned_by", "kvrouter");
+      // vLLM lists a LoRA adapter it serves as a model whose parent is the base model
+      for (String adapter : io.kvrouter.front.routing.LoraAdapters.of(ctx.cluster().view(model))) {
+        ObjectNode lora = data.addObject();
+        lora.put("id", adapter);
+        lora.put("object", "model");
+        lora.put("created", created);
+        lora.put("owned_by", "kvrouter");
+        lora.put("parent", model);
+      }
     }
     return HttpResponse.create().withStatus(StatusCodes.OK)
         .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, root.toString()));

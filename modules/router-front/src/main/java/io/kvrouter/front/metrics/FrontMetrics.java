@@ -35,6 +35,8 @@ public final class FrontMetrics implements RequestBooking.Events {
   private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
   private final Map<String, Timer> interToken = new ConcurrentHashMap<>();
   private final Map<String, Timer> routing = new ConcurrentHashMap<>();
+  private final Map<String, Timer> prefill = new ConcurrentHashMap<>();
+  private final Map<String, Counter> pairs = new ConcurrentHashMap<>();
   /** Per-request meters by their tags, so a request looks its meter up instead of building and registering it. */
   private final Map<String, Counter> requests = new ConcurrentHashMap<>();
   private final Map<String, Counter> retries = new ConcurrentHashMap<>();
@@ -100,6 +102,26 @@ public final class FrontMetrics implements RequestBooking.Events {
   public void routing(String model, long nanos) {
     timer(routing, "kvrouter.front.routing", "Time from a request's arrival (or its previous attempt's failure) to "
         + "its forwarding: parsing, tokenizing, booking", model, OVERHEAD_BUCKETS).record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /**
+   * A prefill/decode pair's prefill engine answered: counted per (model, prefill worker, decode worker), and the
+   * time from the prefill request's send to its whole answer per model.
+   */
+  public void prefilled(String model, String prefillWorker, String decodeWorker, long nanos) {
+    String label = model(model);
+    String key = label + '\0' + prefillWorker + '\0' + decodeWorker;
+    Counter counter = pairs.get(key);
+    if (counter == null) {
+      counter = pairs.computeIfAbsent(key, k -> Counter.builder("kvrouter.front.disaggregated")
+          .description("Requests served by a prefill/decode pair (vLLM's two-step protocol), by model, prefill "
+              + "worker and decode worker")
+          .tags(Tags.of("model", label, "prefill_worker", prefillWorker, "decode_worker", decodeWorker))
+          .register(registry));
+    }
+    counter.increment();
+    timer(prefill, "kvrouter.front.prefill", "Time from a pair's prefill request to the prefill engine's whole answer",
+        model, TTFT_BUCKETS).record(nanos, TimeUnit.NANOSECONDS);
   }
 
   /** A worker that failed before the first byte: the request is retried (or given up when no attempt is left). */

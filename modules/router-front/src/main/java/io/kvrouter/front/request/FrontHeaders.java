@@ -30,8 +30,23 @@ public final class FrontHeaders {
   /** Request: {@code true} asks for {@link #EXPLAIN} in the response. */
   public static final String EXPLAIN_REQUEST = "x-kvrouter-explain";
 
-  /** Response: the worker that served the request. */
+  /** Response: the worker that served the request (the decode worker of a prefill/decode pair). */
   public static final String WORKER = "x-kvrouter-worker";
+  /** Response: the prefill worker of a prefill/decode pair ({@link #WORKER} is then the decode worker). */
+  public static final String PREFILL_WORKER = "x-kvrouter-prefill-worker";
+  /** Response: the prefill worker's data-parallel rank. */
+  public static final String PREFILL_DP_RANK = "x-kvrouter-prefill-dp-rank";
+  /**
+   * Response: what the Book did to the request's session binding, {@code bound}, {@code kept} or {@code rebound}
+   * (absent without a session). Not {@link #SESSION}: that request header carries the session's key.
+   */
+  public static final String SESSION_OUTCOME = "x-kvrouter-session-outcome";
+  /** Request: taints every worker must carry, comma-separated ({@code gpu=h100,zone=eu-1}). */
+  public static final String REQUIRED_TAINTS = "x-kvrouter-required-taints";
+  /** Request: taints preferred (a worker carrying all of them has its cost multiplied), comma-separated. */
+  public static final String PREFERRED_TAINTS = "x-kvrouter-preferred-taints";
+  /** Request: the preferred taints' cost multiplier, in [0, 1] (default 0.5). */
+  public static final String PREFERRED_TAINT_MULTIPLIER = "x-kvrouter-preferred-taint-multiplier";
   /** Response: its data-parallel rank. */
   public static final String DP_RANK = "x-kvrouter-dp-rank";
   /** Response: the booking's request id (what GetModelState lists) and the attempts the request took. */

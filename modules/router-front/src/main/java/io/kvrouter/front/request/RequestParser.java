@@ -68,7 +68,38 @@ public final class RequestParser {
     return new ClientRequest(endpoint, name, Boolean.TRUE.equals(stream), parsed,
         clientId(headers, FrontHeaders.REQUEST_ID), session(headers), priority(headers),
         global(headers), "true".equalsIgnoreCase(trim(headers.get(FrontHeaders.EXPLAIN_REQUEST))),
-        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers), sessionMode(headers));
+        integerHeader(headers, FrontHeaders.STRICT_PRIORITY), policyClass(headers), sessionMode(headers),
+        listHeader(headers, FrontHeaders.REQUIRED_TAINTS), listHeader(headers, FrontHeaders.PREFERRED_TAINTS),
+        multiplier(headers), "", null);
+  }
+
+  /**
+   * A comma-separated header as its items, each stripped (empty: none); the items are checked where the request is
+   * validated (router-core's Taints: a malformed taint is 400 INVALID_TAINT).
+   */
+  private static java.util.List<String> listHeader(RequestHeaders headers, String name) {
+    String value = trim(headers.get(name));
+    if (value == null || value.isEmpty()) {
+      return java.util.List.of();
+    }
+    java.util.List<String> items = new java.util.ArrayList<>();
+    for (String item : value.split(",", -1)) {
+      items.add(item.strip());
+    }
+    return items;
+  }
+
+  private static Double multiplier(RequestHeaders headers) {
+    String value = trim(headers.get(FrontHeaders.PREFERRED_TAINT_MULTIPLIER));
+    if (value == null || value.isEmpty()) {
+      return null;
+    }
+    try {
+      return Double.valueOf(value);
+    } catch (NumberFormatException e) {
+      throw FrontError.badRequest(FrontError.INVALID_HEADER, FrontHeaders.PREFERRED_TAINT_MULTIPLIER
+          + " must be a number in [0, 1], got '" + RoutingError.echo(value) + "'").toException();
+    }
   }
 
   /** The first session header set ({@link FrontHeaders#SESSIONS}), or null. */

@@ -2,7 +2,6 @@ package io.kvrouter.front.routing;
 
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.selection.SelectionRequest;
-import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.SelectionRequests;
 import io.kvrouter.front.FrontError;
 import io.kvrouter.front.request.ClientRequest;
@@ -89,14 +88,13 @@ public final class PromptRouting {
     try {
       SelectionRequest selection = requests.toSelectionRequest(new SelectionRequests.Fields(request.model(),
           requestId, tokens, tokens == null ? 0 : tokens.length, hashes, hashes == null ? 0 : hashes.length,
-          prompt.islTokens(),
-          Math.min(expectedOutputTokens(body), requests.limits().maxOutputTokens()), null, salt, null, null, List.of(), List.of(),
-          // the front forwards to one engine: it books an aggregated rank (a prefill/decode pair needs the two-step
-          // forwarding of vLLM's P/D proxy, which the front does not do)
+          prompt.islTokens(), Math.min(expectedOutputTokens(body), requests.limits().maxOutputTokens()),
+          request.loraName().isEmpty() ? null : request.loraName(), salt, null, null, List.of(), List.of(),
           request.priority(), null, null, null, request.strictPriority(), request.policyClass(),
-          Disaggregation.AGGREGATED), true,
-          scope.blockSize());
+          request.disaggregation()), true, scope.blockSize());
       selection = SelectionRequests.withSession(selection, request.session(), request.sessionMode());
+      selection = SelectionRequests.withPlacement(selection, request.requiredTaints(), request.preferredTaints(),
+          request.preferredTaintMultiplier());
       return new Routed(selection, prompt.approximate(), prompt.reason(), tokenized);
     } catch (RoutingException e) {
       throw FrontError.of(e.error(), 0).toException();

@@ -22,7 +22,9 @@ import org.slf4j.LoggerFactory;
  * both drive it): {@link #book} books under a fresh request id per attempt ({@code <base>/<n>}), excluding the
  * workers this request already tried and those whose breaker is open; {@link #failed} releases the current booking
  * and counts the worker's failure (a retry then books again without it); {@link #started} marks prefill done once
- * (the first token) and renews the lease while the request runs; {@link #finish} releases. Every path releases
+ * (the first token) and renews the lease while the request runs; for a prefill/decode pair {@link #prefillAnswered}
+ * marks it when the prefill engine answers instead, which frees the prefill rank; {@link #finish} releases (a pair's
+ * both halves). Every path releases
  * exactly once: a booking is released when the request fails over, ends, errs or is abandoned, and a Book still in
  * flight when the request is abandoned is abandoned too (CancelBook undoes it even if it was answered meanwhile).
  *
@@ -31,12 +33,43 @@ import org.slf4j.LoggerFactory;
 public final class RequestBooking {
   private static final Logger log = LoggerFactory.getLogger(RequestBooking.class);
 
-  /** A booking made for this request: the answer, its attempt number (1-based) and where it goes. */
-  public record Booked(BookingAnswer answer, int attempt, String workerId, int dpRank, String endpoint) {
+  /**
+   * A booking made for this request: the answer, its attempt number (1-based) and where it goes. For a
+   * prefill/decode pair, {@code workerId}, {@code dpRank} and {@code endpoint} are the prefill half's and
+   * {@code decode} the decode half's (null: a single rank).
+   */
+  public record Booked(BookingAnswer answer, int attempt, String workerId, int dpRank, String endpoint,
+      Half decode) {
     public String requestId() {
       return answer.requestId();
     }
+
+    /** Whether this is a prefill/decode pair (two engines, one booking). */
+    public boolean disaggregated() {
+      return decode != null;
+    }
+
+    /** The worker that answers the client: the decode half of a pair, else the booked one. */
+    public String servingWorker() {
+      return decode != null ? decode.workerId() : workerId;
+    }
+
+    /** The prefill worker of a pair, or null. */
+    public String prefillWorker() {
+      return decode != null ? workerId : null;
+    }
+
+    static Booked of(BookingAnswer answer, int attempt) {
+      var selection = answer.selection();
+      var decode = selection.decode();
+      return new Booked(answer, attempt, selection.rank().workerId(), selection.rank().dpRank(),
+          selection.endpoint(), decode == null ? null
+              : new Half(decode.rank().workerId(), decode.rank().dpRank(), decode.endpoint()));
+    }
   }
+
+  /** One half of a prefill/decode pair: its worker, data-parallel rank and endpoint. */
+  public record Half(String workerId, int dpRank, String endpoint) {}
 
   /** What the request's bookings report (metrics). */
   public interface Events {
@@ -137,8 +170,7 @@ public final class RequestBooking {
       call.thenRun(() -> cluster.regions().pools().booked(scope.model(), scope.region(), base.islTokens()));
     }
     return call.thenApply(answer -> {
-      Booked booked = new Booked(answer, attempt, answer.selection().rank().workerId(),
-          answer.selection().rank().dpRank(), answer.selection().endpoint());
+      Booked booked = Booked.of(answer, attempt);
       boolean keep;
       synchronized (this) {
         keep = !closed && pending == call;
@@ -152,6 +184,9 @@ public final class RequestBooking {
         throw new IllegalStateException("the request has ended");
       }
       breakers.attempting(scope.model(), booked.workerId());
+      if (booked.disaggregated()) {
+        breakers.attempting(scope.model(), booked.decode().workerId());
+      }
       return booked;
     }).whenComplete((done, failure) -> {
       if (failure != null) {
@@ -172,20 +207,38 @@ public final class RequestBooking {
     Booked booked;
     synchronized (this) {
       booked = current;
+    }
+    return booked == null ? null : failed(booked.workerId());
+  }
+
+  /**
+   * {@code worker} (either half of a pair) failed the current booking before the first byte reached the client: the
+   * booking is released (a pair's both halves: one booking reference covers them), the worker's failure counted, and
+   * the next {@link #book} excludes it. Returns the worker (null without a current booking).
+   */
+  public String failed(String worker) {
+    Booked booked;
+    synchronized (this) {
+      booked = current;
       if (booked == null) {
         return null;
       }
       current = null;
-      tried.add(booked.workerId());
+      tried.add(worker);
       cancelRenewal();
     }
-    breakers.failed(scope.model(), booked.workerId());
+    breakers.failed(scope.model(), worker);
     release(booked);
-    return booked.workerId();
+    return worker;
   }
 
   /** The worker answered a client error itself (e.g. a 400 of the engine's own checks): it is healthy. */
   public void answered() {
+    answered(null);
+  }
+
+  /** {@code worker} (null: the serving one) answered a client error itself: it is healthy. */
+  public void answered(String worker) {
     Booked booked;
     synchronized (this) {
       booked = current;
@@ -194,7 +247,27 @@ public final class RequestBooking {
       }
       verdict = true;
     }
+    breakers.succeeded(scope.model(), worker != null ? worker : booked.servingWorker());
+  }
+
+  /**
+   * The prefill half of a pair answered: the prefill worker is healthy, and the booking's prefill is done (marked
+   * once: the admission actor frees the prefill rank's slot and prefill load, the decode rank keeps the request);
+   * the lease is renewed every renew interval from now until the request ends.
+   */
+  public void prefillAnswered() {
+    Booked booked;
+    synchronized (this) {
+      booked = current;
+      if (booked == null || !booked.disaggregated() || prefillMarked) {
+        return;
+      }
+      prefillMarked = true;
+      startRenewal();
+    }
     breakers.succeeded(scope.model(), booked.workerId());
+    mutation("MarkPrefillDone", booked, scope.client(cluster).markPrefillDone(booked.requestId(),
+        booked.answer().attempt(), mutationTimeout));
   }
 
   /**
@@ -203,21 +276,29 @@ public final class RequestBooking {
    */
   public void started() {
     Booked booked;
+    boolean mark;
     synchronized (this) {
       booked = current;
-      if (booked == null || prefillMarked) {
+      if (booked == null || verdict) {
         return;
       }
-      prefillMarked = true;
       verdict = true;
-      if (!closed) {
-        renewal = timers.scheduleAtFixedRate(this::renew, renewInterval.toMillis(), renewInterval.toMillis(),
-            TimeUnit.MILLISECONDS);
-      }
+      mark = !prefillMarked; // a pair's was marked when its prefill answered
+      prefillMarked = true;
+      startRenewal();
     }
-    breakers.succeeded(scope.model(), booked.workerId());
-    mutation("MarkPrefillDone", booked, scope.client(cluster).markPrefillDone(booked.requestId(),
-        booked.answer().attempt(), mutationTimeout));
+    breakers.succeeded(scope.model(), booked.servingWorker());
+    if (mark) {
+      mutation("MarkPrefillDone", booked, scope.client(cluster).markPrefillDone(booked.requestId(),
+          booked.answer().attempt(), mutationTimeout));
+    }
+  }
+
+  private void startRenewal() {
+    if (!closed && renewal == null) {
+      renewal = timers.scheduleAtFixedRate(this::renew, renewInterval.toMillis(), renewInterval.toMillis(),
+          TimeUnit.MILLISECONDS);
+    }
   }
 
   /** The worker broke the request after its first byte: counted for its breaker; {@link #finish} still releases. */
@@ -227,7 +308,7 @@ public final class RequestBooking {
       booked = current;
     }
     if (booked != null) {
-      breakers.failed(scope.model(), booked.workerId());
+      breakers.failed(scope.model(), booked.servingWorker());
     }
   }
 
@@ -257,6 +338,9 @@ public final class RequestBooking {
     if (booked != null) {
       if (trialOpen) {
         breakers.abandoned(scope.model(), booked.workerId());
+        if (booked.disaggregated()) {
+          breakers.abandoned(scope.model(), booked.decode().workerId());
+        }
       }
       release(booked);
     }

@@ -41,13 +41,14 @@ class AccessLogTest {
     logger.setLevel(Level.INFO);
     logger.addAppender(appender);
     try {
-      new AccessLog().write(new AccessLog.Entry("POST", "/v1/chat/completions", 200, "org/m", "w1", 2, 1234, 5678,
+      new AccessLog().write(new AccessLog.Entry("POST", "/v1/chat/completions", 200, "org/m", "w1", "p1", 2, 1234, 5678,
           910, "client-1", "s-9", "front-client-1-ab/2", "ok"));
     } finally {
       logger.detachAppender(appender);
       logger.setLevel(before);
     }
-    assertThat(text).singleElement().isEqualTo("POST /v1/chat/completions 200 model=org/m worker=w1 attempts=2 "
+    assertThat(text).singleElement().isEqualTo("POST /v1/chat/completions 200 model=org/m worker=w1 prefill_worker=p1 "
+        + "attempts=2 "
         + "ttft_us=1234 duration_us=5678 bytes=910 request_id=client-1 session=s-9 booking_id=front-client-1-ab/2 "
         + "outcome=ok");
     JsonNode line = new ObjectMapper().readTree(json.get(0));
@@ -55,6 +56,7 @@ class AccessLogTest {
     assertThat(line.get("http_status").asText()).isEqualTo("200");
     assertThat(line.get("model").asText()).isEqualTo("org/m");
     assertThat(line.get("worker").asText()).isEqualTo("w1");
+    assertThat(line.get("prefill_worker").asText()).isEqualTo("p1");
     assertThat(line.get("attempts").asText()).isEqualTo("2");
     assertThat(line.get("ttft_us").asText()).isEqualTo("1234");
     assertThat(line.get("booking_id").asText()).isEqualTo("front-client-1-ab/2");

@@ -66,7 +66,7 @@ public final class FrontNode implements AutoCloseable {
   public void register(String model, WorkerConfig worker) {
     WorkerConfig inRegion = new WorkerConfig(worker.workerId(), worker.dpStart(), worker.dpSize(),
         worker.maxNumBatchedTokens(), worker.totalKvBlocks(), worker.blockSize(), worker.endpoint(),
-        routing.region(), worker.role());
+        routing.region(), worker.role(), worker.taints(), worker.loraAdapters());
     join(routing.client(model).register(inRegion, TIMEOUT));
     await().atMost(TIMEOUT).until(() -> routing.view(model) != null
         && routing.view(model).worker(worker.workerId()) != null);

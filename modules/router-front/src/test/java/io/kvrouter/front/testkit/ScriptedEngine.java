@@ -24,7 +24,9 @@ import org.apache.pekko.util.ByteString;
  * An engine of our own whose every answer a test scripts (the real simulated engine, router-sim's, cannot answer 503,
  * reset or hang on demand; router-interop's tests drive the front against it): a vLLM-shaped SSE stream of
  * {@code chunks} events {@code chunkDelay} apart, or an HTTP status, a connection cut before or after the first
- * event, or silence. It records what it was sent.
+ * event, or silence. It records what it was sent. Asked to prefill for a remote decode ({@code kv_transfer_params}
+ * with {@code do_remote_decode}, vLLM's two-step protocol), it answers one token and {@code kv_transfer_params}
+ * naming itself and the request id, as vLLM's NIXL connector does.
  */
 public final class ScriptedEngine implements AutoCloseable {
 
@@ -107,7 +109,8 @@ public final class ScriptedEngine implements AutoCloseable {
                 })));
         case STALL_AFTER_FIRST -> HttpResponse.create().withEntity(HttpEntities.createChunked(
             MediaTypes.TEXT_EVENT_STREAM.toContentType(), Source.single(event(0)).concat(Source.never())));
-        case STREAM -> stream ? sse() : json();
+        case STREAM -> body.contains("\"do_remote_decode\":true") ? prefilled(header(request, "x-request-id"))
+            : stream ? sse() : json();
       };
     });
   }
@@ -146,6 +149,14 @@ public final class ScriptedEngine implements AutoCloseable {
       body = body.initialDelay(firstDelay);
     }
     return HttpResponse.create().withEntity(HttpEntities.createChunked(ContentTypes.APPLICATION_JSON, body));
+  }
+
+  private HttpResponse prefilled(String requestId) {
+    String answer = "{\"id\":\"cmpl-p\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" p\","
+        + "\"finish_reason\":\"length\"}],\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,"
+        + "\"remote_block_ids\":[7,8],\"remote_engine_id\":\"" + url() + "\",\"remote_request_id\":\"" + requestId
+        + "\",\"remote_host\":\"127.0.0.1\",\"remote_port\":" + binding.localAddress().getPort() + ",\"tp_size\":1}}";
+    return HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, answer);
   }
 
   private static ByteString event(int i) {

@@ -34,9 +34,12 @@ public final class EngineRank {
     private int computed;
     private int generated;
     private int scheduled;
+    /** Prompt tokens whose KV a prefill engine computed and this rank received (vLLM's do_remote_prefill). */
+    private final int transferred;
 
-    Active(SimRequest request) {
+    Active(SimRequest request, int transferred) {
       this.request = request;
+      this.transferred = transferred;
     }
 
     public SimRequest request() {
@@ -48,9 +51,9 @@ public final class EngineRank {
       return generated;
     }
 
-    /** Prompt tokens served from the cache at admission. */
+    /** Prompt tokens served from the cache at admission, or received computed from a prefill engine. */
     public int cachedTokens() {
-      return holding == null ? 0 : holding.hitBlocks() * request.blockSize();
+      return holding == null ? 0 : Math.max(holding.hitBlocks() * request.blockSize(), transferred);
     }
 
     boolean prefilling() {
@@ -86,12 +89,21 @@ public final class EngineRank {
   }
 
   public void enqueue(SimRequest request) {
+    enqueue(request, 0);
+  }
+
+  /**
+   * Enqueues a request of which {@code transferredTokens} leading prompt tokens arrive computed from a prefill
+   * engine (a disaggregated decode): they are not prefilled here (at least the last prompt token is, as a hit), and
+   * their blocks are cached once admitted.
+   */
+  public void enqueue(SimRequest request, int transferredTokens) {
     int needed = request.totalBlocks() + limits.watermarkBlocks();
     if (needed > cache.capacity()) {
       throw new IllegalArgumentException("request " + request.id() + " needs " + needed
           + " blocks with the watermark; the rank has " + cache.capacity());
     }
-    waiting.add(new Active(request));
+    waiting.add(new Active(request, Math.max(0, Math.min(transferredTokens, request.promptTokens() - 1))));
   }
 
   /** True while a step is in progress: a new request then waits for the next step. */
@@ -198,7 +210,7 @@ public final class EngineRank {
       waiting.poll();
       admittedThisStep.add(next);
       next.holding = holding;
-      next.computed = holding.hitBlocks() * r.blockSize();
+      next.computed = Math.max(holding.hitBlocks() * r.blockSize(), next.transferred);
       running.add(next);
       int chunk = schedulePrefill(next, budget);
       budget -= chunk;

@@ -32,6 +32,11 @@ public final class EnginesCommand implements Callable<Integer> {
   private static final Duration HEALTHY_WITHIN = Duration.ofSeconds(90);
   private static final ObjectMapper JSON = new ObjectMapper();
 
+  /** Engine i's role: the first --prefill engines prefill, the next --decode decode, the rest aggregated. */
+  String role(int i) {
+    return i < prefill ? "prefill" : i < prefill + decode ? "decode" : "aggregated";
+  }
+
   @Option(names = "--count", required = true, description = "engines")
   int count;
 
@@ -46,6 +51,14 @@ public final class EnginesCommand implements Callable<Integer> {
   @Option(names = "--kv-replay-base-port", description = "engine i's rank 0 replays on base + i × dp (default: the "
       + "events base + the next multiple of 10 at or above count × dp, so 5567 for up to 10 ranks)")
   Integer kvReplayBase;
+
+  @Option(names = "--prefill", description = "the first N engines register as prefill workers (vLLM's two-step "
+      + "P/D protocol: every simulated engine serves either step), default ${DEFAULT-VALUE}")
+  int prefill = 0;
+
+  @Option(names = "--decode", description = "the next N engines register as decode workers, default "
+      + "${DEFAULT-VALUE}; the rest as aggregated ones")
+  int decode = 0;
 
   @Option(names = "--model", description = "served model name, default ${DEFAULT-VALUE}")
   String model = "org/llama-8b";
@@ -92,6 +105,9 @@ public final class EnginesCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     if (count < 1 || dpSize < 1) {
       throw new IllegalArgumentException("--count and --dp-size must be at least 1");
+    }
+    if (prefill < 0 || decode < 0 || prefill + decode > count) {
+      throw new IllegalArgumentException("--prefill and --decode must be at least 0 and together at most --count");
     }
     Thread stopper = new Thread(this::stopAll, "sim-engines-stop");
     Runtime.getRuntime().addShutdownHook(stopper);
@@ -161,7 +177,7 @@ public final class EnginesCommand implements Callable<Integer> {
       }
       EnginesFile.Entry entry = new EnginesFile.Entry(model, "sim-" + i, "127.0.0.1",
           ports.get("http_port").asInt(), ports.get("kv_events_port").asInt(), ports.get("kv_replay_port").asInt(),
-          "kv-events", dpSize, blockSize, kvBlocks, maxBatchedTokens);
+          "kv-events", dpSize, blockSize, kvBlocks, maxBatchedTokens, role(i));
       awaitHealthy(http, entry);
       entries.add(entry);
     }

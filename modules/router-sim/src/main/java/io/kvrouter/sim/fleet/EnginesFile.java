@@ -14,12 +14,24 @@ import java.util.Map;
 /**
  * The engines file the router's engine connectors read ({@code KVROUTER_ENGINES}): {@code engines:} a list of
  * {model, worker_id, kind, base_url, metrics_url, kv_events, kv_events_replay, kv_events_topic, dp_size, block_size,
- * total_kv_blocks, max_num_batched_tokens}, keys exactly these.
+ * total_kv_blocks, max_num_batched_tokens, role}, keys exactly these ({@code role} only for a prefill or decode
+ * engine).
  */
 public final class EnginesFile {
-  /** One engine's entry. */
+  /** One engine's entry; {@code role} aggregated, prefill or decode (the key written only for the last two). */
   public record Entry(String model, String workerId, String host, int httpPort, int kvEventsPort, int kvReplayPort,
-      String topic, int dpSize, int blockSize, int totalKvBlocks, int maxNumBatchedTokens) {
+      String topic, int dpSize, int blockSize, int totalKvBlocks, int maxNumBatchedTokens, String role) {
+
+    public Entry {
+      role = role == null || role.isEmpty() ? "aggregated" : role;
+    }
+
+    /** An aggregated engine's entry. */
+    public Entry(String model, String workerId, String host, int httpPort, int kvEventsPort, int kvReplayPort,
+        String topic, int dpSize, int blockSize, int totalKvBlocks, int maxNumBatchedTokens) {
+      this(model, workerId, host, httpPort, kvEventsPort, kvReplayPort, topic, dpSize, blockSize, totalKvBlocks,
+          maxNumBatchedTokens, "aggregated");
+    }
 
     public String baseUrl() {
       return "http://" + host + ":" + httpPort;
@@ -43,6 +55,9 @@ public final class EnginesFile {
       map.put("block_size", blockSize);
       map.put("total_kv_blocks", totalKvBlocks);
       map.put("max_num_batched_tokens", maxNumBatchedTokens);
+      if (!role.equals("aggregated")) {
+        map.put("role", role);
+      }
       return map;
     }
   }

@@ -70,6 +70,24 @@ final class EngineHttpServer {
           return server.resetPrefixCache().thenApply(ok -> ok ? HttpResponse.create()
               : error(new ApiException(500, "InternalServerError",
                   "Failed to reset prefix cache: requests are running", null)));
+        case KvTransfers.PULL_PATH:
+          if (!post) {
+            return methodNotAllowed(request);
+          }
+          return request.entity().toStrict(10_000, MAX_BODY_BYTES, materializer).thenApply(strict -> {
+            KvTransfers.Received taken;
+            try {
+              taken = server.transfers().take(JsonSupport.MAPPER.readTree(strict.getData().toArray()));
+            } catch (java.io.IOException e) {
+              taken = null;
+            }
+            if (taken == null) {
+              return error(new ApiException(404, "NotFoundError", "no KV blocks held for that request", null));
+            }
+            ObjectNode answer = JsonSupport.MAPPER.createObjectNode();
+            answer.put("tokens", taken.tokens());
+            return json(200, answer);
+          });
         case "/v1/completions":
         case "/v1/chat/completions":
           if (!post) {
@@ -111,8 +129,15 @@ final class EngineHttpServer {
             throw new ApiException(404, "NotFoundError", "The model `" + parsed.model() + "` does not exist. "
                 + "Valid aliases: " + server.config().model() + ".", "model");
           }
-          return respond(parsed, server.submit(parsed, pinnedRank));
+          if (parsed.decodeOfRemotePrefill()) {
+            // the second step of vLLM's P/D protocol: pull the prefill engine's blocks, then decode without them
+            return server.transfers().pull(parsed.kvTransferParams())
+                .thenApply(received -> respond(parsed, server.submit(parsed, pinnedRank, received)));
+          }
+          return java.util.concurrent.CompletableFuture.completedFuture(
+              respond(parsed, server.submit(parsed, pinnedRank, null)));
         })
+        .thenCompose(response -> response)
         .exceptionally(EngineHttpServer::failure);
   }
 
@@ -353,7 +378,16 @@ final class EngineHttpServer {
       response.putNull("prompt_logprobs");
       response.set("prompt_token_ids", request.returnTokenIds() ? ids(request.prompts().get(0)) : null);
     }
-    response.putNull("kv_transfer_params");
+    if (request.prefillForRemoteDecode()) {
+      RankEngine.Job job = submitted.jobs().get(0);
+      var sim = job.request();
+      int fullBlocks = sim.promptTokens() / sim.blockSize();
+      response.set("kv_transfer_params", server.transfers().offer(sim.id(),
+          java.util.Arrays.copyOf(sim.blockHashes(), fullBlocks), sim.blockSize(), server.config().host(),
+          server.httpPort()));
+    } else {
+      response.putNull("kv_transfer_params");
+    }
     return response;
   }
 

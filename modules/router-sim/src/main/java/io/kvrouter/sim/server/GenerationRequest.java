@@ -28,7 +28,8 @@ record GenerationRequest(
     boolean returnTokenIds,
     boolean addSpecialTokens,
     boolean addGenerationPrompt,
-    String requestId) {
+    String requestId,
+    ObjectNode kvTransferParams) {
 
   /** Fields vLLM supports that the simulated engine does not: a request using them answers 400. */
   private static final List<String> UNSUPPORTED = List.of("echo", "logprobs", "top_logprobs", "prompt_logprobs",
@@ -141,7 +142,31 @@ record GenerationRequest(
       }
     }
     return new GenerationRequest(chat, model, prompts, messages, maxTokens, minTokens, ignoreEos, n, stream,
-        includeUsage, continuousUsage, returnTokenIds, addSpecialTokens, addGenerationPrompt, requestId);
+        includeUsage, continuousUsage, returnTokenIds, addSpecialTokens, addGenerationPrompt, requestId,
+        kvTransferParams(o));
+  }
+
+  /** vLLM's {@code kv_transfer_params} (a KV connector's request fields): an object, or null when absent. */
+  private static ObjectNode kvTransferParams(ObjectNode o) {
+    JsonNode value = o.get("kv_transfer_params");
+    if (value == null || value.isNull()) {
+      return null;
+    }
+    if (!value.isObject()) {
+      throw ApiException.schema("kv_transfer_params", "dict_type", "Input should be a valid dictionary",
+          value.toString());
+    }
+    return (ObjectNode) value;
+  }
+
+  /** A prefill for a remote decode (vLLM's two-step protocol, first step). */
+  boolean prefillForRemoteDecode() {
+    return kvTransferParams != null && kvTransferParams.path("do_remote_decode").asBoolean(false);
+  }
+
+  /** A decode of KV a prefill engine computed (the second step). */
+  boolean decodeOfRemotePrefill() {
+    return kvTransferParams != null && kvTransferParams.path("do_remote_prefill").asBoolean(false);
   }
 
   /** prompt: a string, a list of strings, a list of token ids, or a list of such lists. */

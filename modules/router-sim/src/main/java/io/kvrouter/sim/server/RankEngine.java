@@ -26,7 +26,8 @@ import org.slf4j.LoggerFactory;
  */
 final class RankEngine implements AutoCloseable {
   /** One sequence to generate: its whole token sequence (prompt, then the output it will produce). */
-  record Job(SimRequest request, ResponseCollector collector, int choice, long arrivalNanos, String finishReason) {}
+  record Job(SimRequest request, ResponseCollector collector, int choice, long arrivalNanos, String finishReason,
+      int transferredTokens) {}
 
   private static final Logger log = LoggerFactory.getLogger(RankEngine.class);
 
@@ -74,7 +75,7 @@ final class RankEngine implements AutoCloseable {
     commands.add(() -> {
       jobs.put(job.request().id(), job);
       delivered.put(job.request().id(), 0);
-      engine.enqueue(job.request());
+      engine.enqueue(job.request(), job.transferredTokens());
     });
   }
 

@@ -35,6 +35,7 @@ public final class SimEngineServer implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final ServerBinding binding;
   private final long createdSeconds = System.currentTimeMillis() / 1000;
+  private final KvTransfers transfers = new KvTransfers();
 
   private SimEngineServer(EngineConfig config, PromptTokenizer tokenizer) {
     this.config = config;
@@ -144,6 +145,19 @@ public final class SimEngineServer implements AutoCloseable {
    * {@code X-data-parallel-rank} header names, else the least loaded.
    */
   Submitted submit(GenerationRequest request, Integer pinnedRank) {
+    return submit(request, pinnedRank, null);
+  }
+
+  /** vLLM's P/D KV transfers of this engine (a prefill's held blocks; a decode's pulls). */
+  public KvTransfers transfers() {
+    return transfers;
+  }
+
+  /**
+   * As {@link #submit(GenerationRequest, Integer)}, the prompt's leading blocks {@code received} from a prefill
+   * engine (null: none): they must be this prompt's blocks (else 400), and are not prefilled here.
+   */
+  Submitted submit(GenerationRequest request, Integer pinnedRank, KvTransfers.Received received) {
     int samples = request.n();
     List<int[]> prompts = request.prompts();
     int[] promptLengths = new int[prompts.size() * samples];
@@ -191,7 +205,16 @@ public final class SimEngineServer implements AutoCloseable {
         System.arraycopy(prompt, 0, sequence, 0, prompt.length);
         System.arraycopy(generated, 0, sequence, prompt.length, output);
         SimRequest sim = SimRequest.of(base + "-" + p + "-" + s, 0, sequence, prompt.length, config.blockSize());
-        jobs.add(new RankEngine.Job(sim, collector, p * samples + s, arrival, reason));
+        int transferred = 0;
+        if (received != null && p == 0) {
+          long[] own = sim.blockHashes();
+          long[] got = received.blockHashes();
+          if (got.length > own.length || !java.util.Arrays.equals(got, java.util.Arrays.copyOf(own, got.length))) {
+            throw KvTransfers.unresolved("the transferred blocks are not this prompt's");
+          }
+          transferred = received.tokens();
+        }
+        jobs.add(new RankEngine.Job(sim, collector, p * samples + s, arrival, reason, transferred));
       }
     }
     for (RankEngine.Job job : jobs) {
