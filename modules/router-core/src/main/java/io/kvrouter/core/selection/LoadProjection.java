@@ -21,7 +21,9 @@ public final class LoadProjection {
   /**
    * Projects every eligible rank's load into {@code out} and applies the rejection rules in Dynamo's order: pinned
    * not allowed (or excluded) → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else required taints
-   * unmet (when a rank lacked one), else no endpoints.
+   * unmet (when a rank lacked one), else no endpoints. A {@code pinned_dp_rank} without a pinned worker is a strict
+   * filter to the ranks of that data-parallel rank (each worker's ranks being [dp_start, dp_start + dp_size)), checked
+   * before the others: no worker of the role having that rank is FAILED_PRECONDITION {@code UNKNOWN_DP_RANK}.
    *
    * @throws RoutingException when no candidate remains
    */
@@ -68,6 +70,11 @@ public final class LoadProjection {
             + "' has no dp rank " + rank).toException();
       }
     }
+    // a dp rank pinned without a worker: only the ranks of that data-parallel rank are candidates
+    Integer dpOnly = pinned == null ? request.pinnedDpRank() : null;
+    if (dpOnly != null) {
+      requireDpRank(view, role, dpOnly);
+    }
     PolicyConfig policy = view.policy();
     long heartbeatTimeout = view.heartbeatTimeoutMillis();
     int ranks = view.rankCount();
@@ -76,7 +83,7 @@ public final class LoadProjection {
     // the common request names no worker: test the filters per rank only when it does
     boolean byRole = view.workerCount(role) != view.workers().size();
     Set<String> required = request.placement() == null ? Set.of() : request.placement().requiredTaints();
-    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole || !required.isEmpty();
+    boolean filtered = pinned != null || dpOnly != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole || !required.isEmpty();
     int missingTaints = 0;
     boolean thresholds = hasThresholds(policy);
     long nowMillis = NOT_READ;
@@ -89,6 +96,10 @@ public final class LoadProjection {
         }
         if (pinned != null && (!rank.workerId().equals(pinned)
             || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
+          out.filter(i, FilterReason.PINNED);
+          continue;
+        }
+        if (dpOnly != null && rank.dpRank() != dpOnly) {
           out.filter(i, FilterReason.PINNED);
           continue;
         }
@@ -145,6 +156,21 @@ public final class LoadProjection {
       throw RoutingError.unavailable(RoutingError.NO_ENDPOINTS,
           "no eligible worker for model '" + RoutingError.echo(view.model()) + "'").toException();
     }
+  }
+
+  /**
+   * @throws RoutingException FAILED_PRECONDITION {@code UNKNOWN_DP_RANK} when no worker of {@code role} has
+   *     {@code dpRank} among its ranks
+   */
+  private static void requireDpRank(SelectionView view, WorkerRole role, int dpRank) {
+    for (WorkerConfig worker : view.workers().values()) {
+      if (worker.role() == role && worker.hasRank(dpRank)) {
+        return;
+      }
+    }
+    throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.UNKNOWN_DP_RANK,
+        "no " + role.name().toLowerCase() + " worker of model '" + RoutingError.echo(view.model())
+            + "' has dp rank " + dpRank + " among its ranks [dp_start, dp_start + dp_size)").toException();
   }
 
   private static boolean hasThresholds(PolicyConfig policy) {
