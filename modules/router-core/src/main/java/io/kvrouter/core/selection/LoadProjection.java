@@ -8,6 +8,7 @@ import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.policy.BusyThresholds;
 import io.kvrouter.core.policy.PolicyConfig;
 import java.util.Set;
 import java.util.function.LongSupplier;
@@ -190,12 +191,21 @@ public final class LoadProjection {
    * and engine-reported load.
    */
   public static boolean isOverloaded(PolicyConfig policy, WorkerConfig worker, RankLoad booked, ReportedLoad reported) {
+    return isBusy(policy.overload(), worker, booked, reported, 0);
+  }
+
+  /**
+   * Whether a rank is above one of {@code thresholds}, judged on the larger of booked and engine-reported load, with
+   * {@code addedDecodeBlocks} more decode blocks (a request about to be placed there).
+   */
+  public static boolean isBusy(BusyThresholds thresholds, WorkerConfig worker, RankLoad booked,
+      ReportedLoad reported, long addedDecodeBlocks) {
     long decode = booked.decodeBlocks();
     long prefill = booked.prefillTokens();
     if (reported != null) {
       decode = Math.max(decode, reported.decodeBlocks());
       prefill = Math.max(prefill, reported.prefillTokens());
     }
-    return policy.overload().exceeded(worker, prefill, decode);
+    return thresholds.exceeded(worker, prefill, decode + addedDecodeBlocks);
   }
 }
