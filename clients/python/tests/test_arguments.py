@@ -64,7 +64,6 @@ BAD_ROUTER_CALLS: list[tuple[str, Callable[[Any], Any], type]] = [
     ("block hash above u64", lambda r: r.select(M, block_hashes=[1 << 64], isl_tokens=16), ValueError),
     ("negative isl", lambda r: r.select(M, isl_tokens=-1), ValueError),
     ("isl a float", lambda r: r.select(M, isl_tokens=1.5), TypeError),
-    ("pinned rank without worker", lambda r: r.select(M, isl_tokens=1, pinned_dp_rank=0), ValueError),
     ("allowed workers a str", lambda r: r.select(M, isl_tokens=1, allowed_workers="w1"), TypeError),
     ("empty allowed worker", lambda r: r.select(M, isl_tokens=1, allowed_workers=["w1", ""]), ValueError),
     ("priority above int32", lambda r: r.select(M, isl_tokens=1, priority=1 << 31), ValueError),

@@ -26,7 +26,9 @@ from kvrouter.errors import (AdmissionTimeout, AlreadyExists, BookingOutcomeUnkn
                              PermissionDenied, PinnedWorkerNotAllowed, QueueDeadlineExceeded, QueueLimit, Reason,
                              Recovering, RegionUnreachable, ResourceExhausted, Unauthenticated, Unavailable,
                              UnknownModel, UnknownToken, UnknownWorker, WorkerConfigConflict)
-from kvrouter.types import Overrides, RankLoad, Renewal, Scope, Selection, StorageTier, WorkerEndpoint, WorkerRole
+from kvrouter.types import (BookingState, DecodeSelection, ModelState, Overrides, Rank, RankLoad, Renewal, Scope,
+                            Selection, SessionBinding, SessionMode, SessionOutcome, StorageTier, WorkerEndpoint,
+                            WorkerRole)
 
 #: ``Router.health`` answers: the gRPC health service's statuses
 SERVING = HealthCheckResponse.SERVING
@@ -39,7 +41,8 @@ __all__ = [
     "Admin", "AsyncAdmin", "AsyncBooking", "AsyncKeepAlive", "AsyncKvEventPublisher", "AsyncLoadReporter",
     "AsyncRouter", "AsyncWorkers", "Booking", "KeepAlive", "KvEventPublisher", "KvEventsSent", "LoadReporter",
     "PendingBooking", "RetryPolicy", "Router", "Tls", "Workers",
-    "Overrides", "RankLoad", "Renewal", "Scope", "Selection", "StorageTier", "WorkerEndpoint", "WorkerRole",
+    "BookingState", "DecodeSelection", "ModelState", "Overrides", "Rank", "RankLoad", "Renewal", "Scope", "Selection",
+    "SessionBinding", "SessionMode", "SessionOutcome", "StorageTier", "WorkerEndpoint", "WorkerRole",
     "AdmissionTimeout", "AlreadyExists", "BookingOutcomeUnknown", "Cancelled", "DeadlineExceeded",
     "DeadlineTooShort", "FailedPrecondition", "InvalidArgument", "KvRouterError", "MessageTooLarge", "MissingRole",
     "MissingToken", "ModelNotInRegion", "NoEndpoints", "NotFound", "Overloaded", "PermissionDenied",

@@ -119,8 +119,6 @@ def route_request(
         text("pinned_worker", pinned_worker)
     if pinned_dp_rank is not None:
         uint("pinned_dp_rank", pinned_dp_rank)
-        if pinned_worker is None:
-            raise ValueError("pinned_dp_rank needs pinned_worker")
     if isinstance(allowed_workers, str):
         raise TypeError("allowed_workers must be a sequence of worker ids, not a str")
     for worker in allowed_workers:

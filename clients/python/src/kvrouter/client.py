@@ -21,7 +21,7 @@ from kvrouter import _requests as req
 from kvrouter._transport import RetryPolicy, Tls, Transport, book_outcome_unknown
 from kvrouter.errors import (BookingOutcomeUnknown, InvalidArgument, KvRouterError, PermissionDenied,
                              Unauthenticated)
-from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerEndpoint, WorkerRole
+from kvrouter.types import Overrides, Renewal, Scope, Selection, SessionOutcome, WorkerEndpoint, WorkerRole
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
 
 log = logging.getLogger("kvrouter")
@@ -84,7 +84,8 @@ class Router:
 
         The prompt is ``token_ids``, or ``block_hashes`` (:func:`kvrouter.hashing.local_block_hashes` of its full
         blocks) with ``isl_tokens``, or ``isl_tokens`` alone (no cache overlap). ``pinned_worker`` /
-        ``pinned_dp_rank`` restrict the pick to that worker (rank); ``allowed_workers`` to those; ``scope=GLOBAL``
+        ``pinned_dp_rank`` restrict the pick to that worker (rank); ``pinned_dp_rank`` alone to every worker's
+        rank of that number (:class:`~kvrouter.errors.FailedPrecondition` ``UNKNOWN_DP_RANK`` if none has it); ``allowed_workers`` to those; ``scope=GLOBAL``
         may answer another region (then :attr:`Selection.region` and :attr:`Selection.router_endpoint` only).
         ``explain`` asks for the decision's explanation. Raises e.g. :class:`~kvrouter.errors.UnknownModel`,
         :class:`~kvrouter.errors.NoEndpoints`, :class:`~kvrouter.errors.Overloaded`.
@@ -203,6 +204,13 @@ class BookingBase:
     @property
     def worker(self) -> WorkerEndpoint:
         return self.selection.worker
+
+    @property
+    def session(self) -> Optional[SessionOutcome]:
+        """What the Book did to its session's binding (None when it named no session, affinity is off, or on a
+        replay)."""
+        # an empty message (some routers set the field on every Book) means no session
+        return SessionOutcome.from_proto(self.proto.session) if self.proto.session.session_id else None
 
     @property
     def endpoint(self) -> str:

@@ -160,6 +160,34 @@ class DisaggregationAndLoraGrpcTest {
   }
 
   @Test
+  void prefillLoadBooksTheDecodeRankAloneOnceThePrefillRankIsBusy() {
+    String model = "pd-prefill-load";
+    join(router.workers.register(worker(model, "p1").setRole(WorkerRole.WORKER_ROLE_PREFILL).build()));
+    join(router.workers.register(worker(model, "d1").setRole(WorkerRole.WORKER_ROLE_DECODE).build()));
+    join(router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(model)
+        .putParameters("conditional_disagg_policy", "prefill_load")
+        .putParameters("conditional_disagg_prefill_busy_threshold", "0.5").build()));
+    assertThat(join(router.router.select(request(model, "").build())).hasDecode()).as("p1 idle").isTrue();
+    // 4097 prefill tokens on p1: above 0.5 of its 8192 batched tokens
+    join(router.router.book(request(model, "fill").setIslTokens(4097)
+        .setDisaggregation(Disaggregation.DISAGGREGATION_DISAGGREGATED).build()));
+    Booking bypassed = join(router.router.book(request(model, "bypassed").build()));
+    assertThat(bypassed.getSelection().hasDecode()).isFalse();
+    assertThat(bypassed.getSelection().getWorker().getWorkerId()).isEqualTo("d1");
+    assertThat(rank(router.state(model), "d1").getLoad().getPrefillTokens()).isEqualTo(100);
+  }
+
+  @Test
+  void badConditionalRulesAreRefusedAndNothingChanges() {
+    for (String[] bad : new String[][] {{"conditional_disagg_policy", "greedy"},
+        {"conditional_disagg_policy", "prefill_load"}, // neither its threshold nor queue_threshold_frac is set
+        {"conditional_disagg_prefill_busy_threshold", "-1"}, {"conditional_disagg_decode_busy_threshold", "x"}}) {
+      rejects(PD, () -> router.admin.setPolicy(SetPolicyRequest.newBuilder().setModel(PD)
+          .putParameters(bad[0], bad[1]).build()), Status.Code.INVALID_ARGUMENT, "INVALID_POLICY_PARAMETER");
+    }
+  }
+
+  @Test
   void aDecodeOnlyModelAskedForAggregationIsRefusedAndNothingChanges() {
     rejects(DECODE_ONLY, () -> router.router.book(request(DECODE_ONLY, "agg")
         .setDisaggregation(Disaggregation.DISAGGREGATION_AGGREGATED).build()),

@@ -130,6 +130,31 @@ class ExplainTest {
   }
 
   @Test
+  void aDpRankPinnedWithoutAWorkerFiltersEveryWorkersOtherRanksAndAnUnknownOneIsRefused() {
+    String model = "org/dp-" + binding.configName();
+    join(router.workers.register(worker(model, "w1").setDpSize(2).build()));
+    join(router.workers.register(worker(model, "w2").setDpStart(1).setDpSize(2).build()));
+    Selection picked = join(router.router.select(RouteRequest.newBuilder().setModel(model).setIslTokens(32)
+        .setPinnedDpRank(2).setExplain(true).build()));
+    assertThat(picked.getWorker().getWorkerId()).isEqualTo("w2");
+    assertThat(picked.getWorker().getDpRank()).isEqualTo(2);
+    assertThat(picked.getExplanation().getFilteredList())
+        .extracting(FilteredRank::getWorkerId, FilteredRank::getDpRank, FilteredRank::getReason)
+        .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple("w1", 0, "PINNED"),
+            org.assertj.core.groups.Tuple.tuple("w1", 1, "PINNED"),
+            org.assertj.core.groups.Tuple.tuple("w2", 1, "PINNED"));
+    for (var call : java.util.List.<java.util.function.Supplier<java.util.concurrent.CompletionStage<?>>>of(
+        () -> router.router.select(RouteRequest.newBuilder().setModel(model).setIslTokens(32).setPinnedDpRank(3)
+            .build()),
+        () -> router.router.book(RouteRequest.newBuilder().setModel(model).setRequestId("dp3").setIslTokens(32)
+            .setPinnedDpRank(3).build()))) {
+      var refused = failure(call.get());
+      assertThat(refused.getStatus().getCode()).isEqualTo(Status.Code.FAILED_PRECONDITION);
+      assertThat(reason(refused)).isEqualTo("UNKNOWN_DP_RANK");
+    }
+  }
+
+  @Test
   void unknownModelsAndBadLimitsAreRejected() throws Exception {
     var unknown = failure(router.admin.explainRecent(ExplainRequest.newBuilder().setModel("nobody").build()));
     assertThat(unknown.getStatus().getCode()).isEqualTo(Status.Code.NOT_FOUND);

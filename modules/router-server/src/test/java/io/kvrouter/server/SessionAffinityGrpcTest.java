@@ -57,7 +57,10 @@ class SessionAffinityGrpcTest {
 
   @Test
   void aSessionIsBoundKeptAndReboundOnceItsRankIsExcluded() throws Exception {
+    assertThat(book("r0", "", SessionMode.SESSION_MODE_UNSPECIFIED).hasSession())
+        .as("a Book naming no session carries no session outcome").isFalse();
     Booking first = book("r1", "conv-1", SessionMode.SESSION_MODE_UNSPECIFIED);
+    assertThat(first.hasSession()).isTrue();
     assertThat(first.getSession().getOutcome()).isEqualTo("bound");
     assertThat(first.getSession().getMode()).as("the model's mode").isEqualTo(SessionMode.SESSION_MODE_HARD);
     String bound = first.getSelection().getWorker().getWorkerId();

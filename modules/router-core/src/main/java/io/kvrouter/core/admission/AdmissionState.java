@@ -480,7 +480,7 @@ public final class AdmissionState implements ReplicationSender.Source {
             + "' is recovering its admission state: the worker session '" + RoutingError.echo(session.sessionId())
             + "' is bound to has not reported load since; retry shortly").toException();
       }
-      if (binding != null && mode == SessionMode.HARD && admissible.pinnedWorker() == null) {
+      if (binding != null && mode == SessionMode.HARD && pinAllows(admissible, binding.rank())) {
         try {
           selection = select(view, admissible.withPinnedRank(binding.rank()), now, wait);
         } catch (RoutingException e) {
@@ -492,7 +492,7 @@ public final class AdmissionState implements ReplicationSender.Source {
           binding = null;
           selection = select(view, admissible, now, wait);
         }
-      } else if (binding != null && mode == SessionMode.SOFT && admissible.pinnedWorker() == null
+      } else if (binding != null && mode == SessionMode.SOFT && pinAllows(admissible, binding.rank())
           && membership.policy().policy().scorer() == io.kvrouter.core.policy.Scorer.NONE) {
         // a policy that weighs no cost (round_robin, random): the preference is to keep the bound rank while it is
         // eligible, else the policy's pick (rebound)
@@ -570,6 +570,15 @@ public final class AdmissionState implements ReplicationSender.Source {
     String reason = error.reason();
     return !RoutingError.PINNED_WORKER_OVERLOADED.equals(reason) && !RoutingError.RECOVERING.equals(reason)
         && error.code() != RoutingError.Code.DEADLINE_EXCEEDED;
+  }
+
+  /**
+   * Whether a session binding to {@code bound} may pin {@code request}: a pin of the request's own wins (a pinned
+   * worker, or a pinned dp rank that {@code bound} is not).
+   */
+  private static boolean pinAllows(SelectionRequest request, Rank bound) {
+    return request.pinnedWorker() == null
+        && (request.pinnedDpRank() == null || request.pinnedDpRank() == bound.dpRank());
   }
 
   /**

@@ -47,6 +47,11 @@ public record RoutingError(Code code, String reason, String message, Map<String,
   public static final String NO_PREFILL_WORKERS = "NO_PREFILL_WORKERS";
   /** A Book on a model with no worker that can decode (prefill workers only), or a disaggregated one with none. */
   public static final String NO_DECODE_WORKERS = "NO_DECODE_WORKERS";
+  /**
+   * A request pinned a data-parallel rank without a worker, and no worker of the phase being chosen has that rank
+   * among its ranks.
+   */
+  public static final String UNKNOWN_DP_RANK = "UNKNOWN_DP_RANK";
   /** The pinned worker serves another phase than the one the pin applies to. */
   public static final String PINNED_WORKER_ROLE = "PINNED_WORKER_ROLE";
   public static final String MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE";

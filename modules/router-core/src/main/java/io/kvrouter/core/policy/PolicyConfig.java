@@ -164,7 +164,7 @@ public record PolicyConfig(
         nonNegative(PREFILL_BACKLOG_WEIGHT, p.get(PREFILL_BACKLOG_WEIGHT)),
         KvPreset.fromWireName(p.get(PRESET)),
         SessionConfig.parse(p),
-        DisaggregationConfig.parse(p));
+        DisaggregationConfig.parse(p, optionalNonNegative(QUEUE_THRESHOLD_FRAC, p.get(QUEUE_THRESHOLD_FRAC))));
   }
 
   /** The parameters as strings, every key present ("" for an unset optional one). */

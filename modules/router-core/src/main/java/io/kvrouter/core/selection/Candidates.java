@@ -1,6 +1,7 @@
 package io.kvrouter.core.selection;
 
 import io.kvrouter.core.policy.ScoredCandidates;
+import io.kvrouter.core.policy.Scoring;
 
 /**
  * Per-call scratch of one selection: the eligible ranks with their projected loads, overlaps and costs. Each caller
@@ -21,6 +22,8 @@ public final class Candidates implements ScoredCandidates {
   private double[] weights = new double[0];
   private double temperature;
   private int chosen = -1;
+  // what the scorer reads of the request, refilled by each selection (Scoring: one per Select would escape)
+  private final Scoring scoring = new Scoring();
   /** Ranks the projection left out, with why: written only on the (rare) paths that skip a rank. */
   private int filteredCount;
   private int[] filteredRank = new int[0];
@@ -31,6 +34,11 @@ public final class Candidates implements ScoredCandidates {
   private static final ThreadLocal<Candidates> DECODE_PER_THREAD = ThreadLocal.withInitial(Candidates::new);
 
   /** The calling thread's scratch; an inline Select uses it so the hot path allocates no buffers. */
+  /** The scratch {@link Scoring} of this selection, filled by {@link Selector}. */
+  Scoring scoring() {
+    return scoring;
+  }
+
   public static Candidates forCurrentThread() {
     return PER_THREAD.get();
   }

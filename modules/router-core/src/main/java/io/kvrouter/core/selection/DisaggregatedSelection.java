@@ -1,7 +1,12 @@
 package io.kvrouter.core.selection;
 
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.load.LoadCell;
+import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.policy.BusyThresholds;
+import io.kvrouter.core.policy.DisaggregationConfig;
+import io.kvrouter.core.policy.Scorers;
 import java.util.function.LongSupplier;
 
 /**
@@ -9,8 +14,9 @@ import java.util.function.LongSupplier;
  * decode rank alone (doing its own prefill), or a prefill rank and a decode rank ({@link Disaggregation} says which
  * the request accepts; {@link #plan} which the model allows). The decode half is chosen first, on load only (overlap
  * credit 0, no prefill load: the prefill happens elsewhere), so that conditional disaggregation
- * ({@link io.kvrouter.core.policy.DisaggregationConfig}) can judge the prompt left uncached on it; then the prefill
- * half by the policy's full cost. A request pinning a worker pins the half of that worker's role (so does a hard
+ * ({@link DisaggregationConfig}: Dynamo's {@code isl_bounding}, {@code prefill_load} and {@code isl_or_load} rules,
+ * and the decode-busy guard) can judge the prompt left uncached on it and its load; then the prefill half by the
+ * policy's full cost. A request pinning a worker pins the half of that worker's role (so does a hard
  * session binding, which names the rank a Book's answer leads with: the prefill rank of a pair); placement
  * constraints and a session's soft preference apply to both halves.
  */
@@ -92,15 +98,39 @@ public final class DisaggregatedSelection {
       Candidates decodeScratch, LongSupplier clock) {
     SelectionRequest decodeRequest = half(view, request, WorkerRole.DECODE);
     SelectionResult decode = Selector.select(view, decodeRequest, decodeScratch, clock, WorkerRole.DECODE);
-    if (request.disaggregation() == Disaggregation.AUTO
-        && view.policy().disaggregation().bypass(request.islTokens(), decode.cachedTokens())) {
-      // the decode rank does its own prefill: chosen again among decode ranks with the full cost (its prompt's
-      // prefill and cache credit count now), as Dynamo charges a bypassed decode worker for the prompt
-      return Selector.select(view, request, scratch, clock, WorkerRole.DECODE);
+    DisaggregationConfig conditional = view.policy().disaggregation();
+    SelectionResult prefill = null;
+    if (request.disaggregation() == Disaggregation.AUTO && conditional.enabled()) {
+      boolean bypass = conditional.islBypass(request.islTokens(), decode.cachedTokens());
+      if (!bypass && conditional.rule().usesPrefillLoad()) {
+        // Dynamo's prefill_load: skip the prefill worker the pair would take when it is already busy
+        prefill = prefillHalf(view, request, scratch, clock);
+        bypass = isBusy(view, prefill.rank(), conditional.prefillBusy(), 0);
+      }
+      // the decode-busy guard: a decode rank that doing the prefill too would fill past the fraction keeps the pair
+      if (bypass && !isBusy(view, decode.rank(), conditional.decodeBusy(),
+          Scorers.requestBlocks(request.islTokens(), view.blockSize()))) {
+        // the decode rank does its own prefill: chosen again among decode ranks with the full cost (its prompt's
+        // prefill and cache credit count now), as Dynamo charges a bypassed decode worker for the prompt
+        return Selector.select(view, request, scratch, clock, WorkerRole.DECODE);
+      }
     }
-    SelectionResult prefill = Selector.select(view, half(view, request, WorkerRole.PREFILL), scratch, clock,
-        WorkerRole.PREFILL);
+    if (prefill == null) {
+      prefill = prefillHalf(view, request, scratch, clock);
+    }
     return prefill.withDecode(decode);
+  }
+
+  private static SelectionResult prefillHalf(SelectionView view, SelectionRequest request, Candidates scratch,
+      LongSupplier clock) {
+    return Selector.select(view, half(view, request, WorkerRole.PREFILL), scratch, clock, WorkerRole.PREFILL);
+  }
+
+  private static boolean isBusy(SelectionView view, Rank rank, BusyThresholds thresholds, long addedDecodeBlocks) {
+    int index = view.indexOf(rank);
+    LoadCell cell = view.cell(index);
+    return LoadProjection.isBusy(thresholds, view.rankWorker(index), cell.booked(), cell.reported(),
+        addedDecodeBlocks);
   }
 
   /**

@@ -2,7 +2,7 @@ package io.kvrouter.core.selection;
 
 /** Why {@link LoadProjection} left a rank out of a selection's candidates. */
 public enum FilterReason {
-  /** The request pinned another worker (or another dp rank of the pinned worker). */
+  /** The request pinned another worker, or another dp rank (of the pinned worker, or of every worker when it pinned a dp rank alone). */
   PINNED,
   /** The request's allowed workers do not include the rank's worker (also: not reported yet while recovering). */
   NOT_ALLOWED,

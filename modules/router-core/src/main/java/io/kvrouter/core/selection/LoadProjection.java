@@ -8,6 +8,7 @@ import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.policy.BusyThresholds;
 import io.kvrouter.core.policy.PolicyConfig;
 import java.util.Set;
 import java.util.function.LongSupplier;
@@ -21,7 +22,9 @@ public final class LoadProjection {
   /**
    * Projects every eligible rank's load into {@code out} and applies the rejection rules in Dynamo's order: pinned
    * not allowed (or excluded) → pinned unknown → pinned overloaded → (no candidate left) all overloaded, else required taints
-   * unmet (when a rank lacked one), else no endpoints.
+   * unmet (when a rank lacked one), else no endpoints. A {@code pinned_dp_rank} without a pinned worker is a strict
+   * filter to the ranks of that data-parallel rank (each worker's ranks being [dp_start, dp_start + dp_size)), checked
+   * before the others: no worker of the role having that rank is FAILED_PRECONDITION {@code UNKNOWN_DP_RANK}.
    *
    * @throws RoutingException when no candidate remains
    */
@@ -68,6 +71,11 @@ public final class LoadProjection {
             + "' has no dp rank " + rank).toException();
       }
     }
+    // a dp rank pinned without a worker: only the ranks of that data-parallel rank are candidates
+    Integer dpOnly = pinned == null ? request.pinnedDpRank() : null;
+    if (dpOnly != null) {
+      requireDpRank(view, role, dpOnly);
+    }
     PolicyConfig policy = view.policy();
     long heartbeatTimeout = view.heartbeatTimeoutMillis();
     int ranks = view.rankCount();
@@ -76,7 +84,7 @@ public final class LoadProjection {
     // the common request names no worker: test the filters per rank only when it does
     boolean byRole = view.workerCount(role) != view.workers().size();
     Set<String> required = request.placement() == null ? Set.of() : request.placement().requiredTaints();
-    boolean filtered = pinned != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole || !required.isEmpty();
+    boolean filtered = pinned != null || dpOnly != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole || !required.isEmpty();
     int missingTaints = 0;
     boolean thresholds = hasThresholds(policy);
     long nowMillis = NOT_READ;
@@ -89,6 +97,10 @@ public final class LoadProjection {
         }
         if (pinned != null && (!rank.workerId().equals(pinned)
             || (request.pinnedDpRank() != null && rank.dpRank() != request.pinnedDpRank()))) {
+          out.filter(i, FilterReason.PINNED);
+          continue;
+        }
+        if (dpOnly != null && rank.dpRank() != dpOnly) {
           out.filter(i, FilterReason.PINNED);
           continue;
         }
@@ -147,6 +159,21 @@ public final class LoadProjection {
     }
   }
 
+  /**
+   * @throws RoutingException FAILED_PRECONDITION {@code UNKNOWN_DP_RANK} when no worker of {@code role} has
+   *     {@code dpRank} among its ranks
+   */
+  private static void requireDpRank(SelectionView view, WorkerRole role, int dpRank) {
+    for (WorkerConfig worker : view.workers().values()) {
+      if (worker.role() == role && worker.hasRank(dpRank)) {
+        return;
+      }
+    }
+    throw new RoutingError(RoutingError.Code.FAILED_PRECONDITION, RoutingError.UNKNOWN_DP_RANK,
+        "no " + role.name().toLowerCase() + " worker of model '" + RoutingError.echo(view.model())
+            + "' has dp rank " + dpRank + " among its ranks [dp_start, dp_start + dp_size)").toException();
+  }
+
   private static boolean hasThresholds(PolicyConfig policy) {
     return policy.activeDecodeBlocksThreshold() != null || policy.activePrefillTokensThreshold() != null
         || policy.activePrefillTokensThresholdFrac() != null;
@@ -164,12 +191,21 @@ public final class LoadProjection {
    * and engine-reported load.
    */
   public static boolean isOverloaded(PolicyConfig policy, WorkerConfig worker, RankLoad booked, ReportedLoad reported) {
+    return isBusy(policy.overload(), worker, booked, reported, 0);
+  }
+
+  /**
+   * Whether a rank is above one of {@code thresholds}, judged on the larger of booked and engine-reported load, with
+   * {@code addedDecodeBlocks} more decode blocks (a request about to be placed there).
+   */
+  public static boolean isBusy(BusyThresholds thresholds, WorkerConfig worker, RankLoad booked,
+      ReportedLoad reported, long addedDecodeBlocks) {
     long decode = booked.decodeBlocks();
     long prefill = booked.prefillTokens();
     if (reported != null) {
       decode = Math.max(decode, reported.decodeBlocks());
       prefill = Math.max(prefill, reported.prefillTokens());
     }
-    return policy.overload().exceeded(worker, prefill, decode);
+    return thresholds.exceeded(worker, prefill, decode + addedDecodeBlocks);
   }
 }

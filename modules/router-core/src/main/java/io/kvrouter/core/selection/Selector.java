@@ -58,7 +58,7 @@ public final class Selector {
       view.overlapSource().overlaps(view, hashes, c);
       view.activePrefix().matched(view, hashes, c);
     }
-    scorer.score(scoring(policy, request, view.blockSize()), c);
+    scorer.score(fill(c.scoring(), policy, request, view.blockSize()), c);
     c.setTemperature(request.temperature() != null ? request.temperature() : policy.temperature());
   }
 
@@ -121,7 +121,12 @@ public final class Selector {
 
   /** What the policy's scorer reads of {@code request} on a model of {@code blockSize}, overrides applied. */
   public static Scoring scoring(PolicyConfig policy, SelectionRequest request, int blockSize) {
-    return new Scoring(request.islTokens(), blockSize, Scorers.requestBlocks(request.islTokens(), blockSize),
+    return fill(new Scoring(), policy, request, blockSize);
+  }
+
+  /** {@code into} filled with what {@link #scoring} answers. */
+  private static Scoring fill(Scoring into, PolicyConfig policy, SelectionRequest request, int blockSize) {
+    return into.set(request.islTokens(), blockSize, Scorers.requestBlocks(request.islTokens(), blockSize),
         overlapCredit(policy, request), prefillLoadScale(policy, request), policy.hostCacheHitWeight(),
         policy.diskCacheHitWeight(), policy.overlapCreditDecay(), policy.decodeActiveRequestWeight(),
         policy.sharedCacheMultiplier(), policy.loadBoundFactor(), policy.prefillBacklogWeight());

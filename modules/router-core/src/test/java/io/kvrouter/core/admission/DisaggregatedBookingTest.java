@@ -196,6 +196,118 @@ class DisaggregatedBookingTest {
     assertThat(state.view().policy().disaggregation().islThreshold()).isZero();
   }
 
+  /** One prefill worker (so the pair's prefill rank is known) and one decode worker, 8192 batched tokens each. */
+  private AdmissionState onePair() {
+    return state(worker("p1", WorkerRole.PREFILL), worker("d1", WorkerRole.DECODE));
+  }
+
+  @Test
+  void prefillLoadSkipsThePrefillRankOnlyOnceItIsAboveTheThreshold() {
+    AdmissionState state = onePair();
+    state.setPolicy("", Map.of("conditional_disagg_policy", "prefill_load",
+        "conditional_disagg_prefill_busy_threshold", "0.5"));
+    assertThat(booked(state.book(request("idle", 100, Disaggregation.AUTO), 1, 0)).selection().disaggregated())
+        .as("an idle prefill rank takes the pair").isTrue();
+    state.release("idle", state.snapshot().bookings().get(0).attempt());
+    // 4096 prefill tokens = 0.5 · 8192: at the threshold, not above it
+    booked(state.book(request("fill", 4096, Disaggregation.DISAGGREGATED), 2, 0));
+    assertThat(booked(state.book(request("at", 16, Disaggregation.AUTO), 3, 0)).selection().disaggregated())
+        .as("at the threshold").isTrue();
+    // the pair "at" added 16 more: above it now, so the next AUTO Book books the decode rank alone
+    BookingAnswer above = booked(state.book(request("above", 16, Disaggregation.AUTO), 4, 0));
+    assertThat(above.selection().disaggregated()).isFalse();
+    assertThat(above.selection().rank().workerId()).isEqualTo("d1");
+    assertThat(load(state, above.selection().rank()).prefillTokens()).as("charged its prefill").isEqualTo(16);
+    // a long prompt skips as well: this rule ignores the prompt's length
+    assertThat(booked(state.book(request("long", 100_000, Disaggregation.AUTO), 5, 0)).selection()
+        .disaggregated()).isFalse();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
+  @Test
+  void prefillLoadFallsBackToTheQueueThresholdAndNeedsOneOfThem() {
+    AdmissionState state = onePair();
+    long version = state.view().version();
+    try {
+      state.setPolicy("", Map.of("conditional_disagg_policy", "prefill_load"));
+      throw new AssertionError("accepted prefill_load without a threshold");
+    } catch (io.kvrouter.core.error.RoutingException e) {
+      assertThat(e.error().reason()).isEqualTo(RoutingError.INVALID_POLICY_PARAMETER);
+      assertThat(e.error().message()).contains("conditional_disagg_prefill_busy_threshold")
+          .contains("queue_threshold_frac");
+    }
+    assertThat(state.view().version()).as("nothing changed").isEqualTo(version);
+    state.setPolicy("", Map.of("conditional_disagg_policy", "isl_or_load", "queue_threshold_frac", "0.25"));
+    assertThat(state.view().policy().disaggregation().effectivePrefillBusyThreshold()).isEqualTo(0.25);
+    state.setPolicy("", Map.of("conditional_disagg_prefill_busy_threshold", "0.75"));
+    assertThat(state.view().policy().disaggregation().effectivePrefillBusyThreshold()).as("its own wins")
+        .isEqualTo(0.75);
+    state.setPolicy("", Map.of("conditional_disagg_prefill_busy_threshold", ""));
+    long before = state.view().version();
+    try {
+      state.setPolicy("", Map.of("queue_threshold_frac", ""));
+      throw new AssertionError("accepted clearing the only prefill-busy threshold");
+    } catch (io.kvrouter.core.error.RoutingException e) {
+      assertThat(e.error().reason()).isEqualTo(RoutingError.INVALID_POLICY_PARAMETER);
+    }
+    assertThat(state.view().version()).isEqualTo(before);
+    assertThat(state.view().policy().disaggregation().effectivePrefillBusyThreshold()).isEqualTo(0.25);
+  }
+
+  @Test
+  void islOrLoadSkipsForAShortPromptOrABusyPrefillRank() {
+    AdmissionState state = onePair();
+    state.setPolicy("", Map.of("conditional_disagg_policy", "isl_or_load",
+        "conditional_disagg_isl_threshold", "256", "conditional_disagg_prefill_busy_threshold", "0.5"));
+    assertThat(booked(state.book(request("short", 255, Disaggregation.AUTO), 1, 0)).selection().disaggregated())
+        .as("the prompt arm, prefill idle").isFalse();
+    assertThat(booked(state.book(request("edge", 256, Disaggregation.AUTO), 2, 0)).selection().disaggregated())
+        .as("eff_isl at the threshold is not below it").isTrue();
+    booked(state.book(request("fill", 4096, Disaggregation.DISAGGREGATED), 3, 0));
+    assertThat(booked(state.book(request("long", 1000, Disaggregation.AUTO), 4, 0)).selection().disaggregated())
+        .as("the load arm: 256 + 4096 prefill tokens on p1").isFalse();
+    assertThat(LedgerInvariants.firstMismatch(state.snapshot())).isNull();
+  }
+
+  @Test
+  void theDecodeBusyGuardKeepsThePairWhenTheDecodeRankWouldFillPastItsFraction() {
+    AdmissionState state = onePair();
+    // the decode rank has 1000 KV blocks; the guard at 0.5 allows 500 with the request's own
+    state.setPolicy("", Map.of("conditional_disagg_isl_threshold", "100000",
+        "conditional_disagg_decode_busy_threshold", "0.5"));
+    BookingAnswer first = booked(state.book(request("fits", 8000, Disaggregation.AUTO), 1, 0));
+    assertThat(first.selection().disaggregated()).as("0 + 500 blocks: at the fraction").isFalse();
+    assertThat(load(state, first.selection().rank()).decodeBlocks()).isEqualTo(500);
+    BookingAnswer second = booked(state.book(request("over", 16, Disaggregation.AUTO), 2, 0));
+    assertThat(second.selection().disaggregated()).as("500 + 1 blocks: above it").isTrue();
+    state.setPolicy("", Map.of("conditional_disagg_decode_busy_threshold", ""));
+    assertThat(booked(state.book(request("off", 16, Disaggregation.AUTO), 3, 0)).selection().disaggregated())
+        .as("guard off").isFalse();
+  }
+
+  @Test
+  void badConditionalRulesAndBusyThresholdsAreRefusedAndChangeNothing() {
+    AdmissionState state = pd();
+    long version = state.view().version();
+    for (Map<String, String> bad : java.util.List.of(Map.of("conditional_disagg_policy", "greedy"),
+        Map.of("conditional_disagg_policy", "PREFILL-LOAD"),
+        Map.of("conditional_disagg_prefill_busy_threshold", "-0.1"),
+        Map.of("conditional_disagg_prefill_busy_threshold", "x"),
+        Map.of("conditional_disagg_decode_busy_threshold", "-1"),
+        Map.of("conditional_disagg_decode_busy_threshold", "NaN"),
+        Map.of("conditional_disagg_decode_busy_threshold", "Infinity"))) {
+      try {
+        state.setPolicy("", bad);
+        throw new AssertionError("accepted " + bad);
+      } catch (io.kvrouter.core.error.RoutingException e) {
+        assertThat(e.error().reason()).as(bad.toString()).isEqualTo(RoutingError.INVALID_POLICY_PARAMETER);
+      }
+    }
+    assertThat(state.view().version()).isEqualTo(version);
+    assertThat(state.view().policy().disaggregation())
+        .isEqualTo(io.kvrouter.core.policy.DisaggregationConfig.OFF);
+  }
+
   @Test
   void aDecodeOnlyModelAskedForAggregationIsRefusedAndNothingIsBooked() {
     AdmissionState state = state(worker("d1", WorkerRole.DECODE), worker("p1", WorkerRole.PREFILL));

@@ -165,7 +165,7 @@ public final class ProtoMapping {
   }
 
   public static io.kvrouter.api.v1.Booking toProto(BookingAnswer answer, String routerEndpoint) {
-    return io.kvrouter.api.v1.Booking.newBuilder()
+    io.kvrouter.api.v1.Booking.Builder out = io.kvrouter.api.v1.Booking.newBuilder()
         .setSelection(toProto(answer.selection(), routerEndpoint))
         .setRegion(answer.selection().region())
         .setRequestId(answer.requestId())
@@ -173,15 +173,15 @@ public final class ProtoMapping {
         .setReplay(answer.replay())
         .setQueuedMicros(answer.queuedMicros())
         .setLeaseExpiresUnixMs(answer.leaseExpiresAtMillis())
-        .setPolicyClass(answer.policyClass())
-        .setSession(toProto(answer.session()))
-        .build();
+        .setPolicyClass(answer.policyClass());
+    if (answer.session() != null) {
+      // set only when the Book named a session (and affinity is on): a default message would read as present
+      out.setSession(toProto(answer.session()));
+    }
+    return out.build();
   }
 
   static io.kvrouter.api.v1.SessionOutcome toProto(io.kvrouter.core.admission.SessionOutcome session) {
-    if (session == null) {
-      return io.kvrouter.api.v1.SessionOutcome.getDefaultInstance();
-    }
     io.kvrouter.api.v1.SessionOutcome.Builder out = io.kvrouter.api.v1.SessionOutcome.newBuilder()
         .setSessionId(session.sessionId())
         .setMode(toProto(session.mode()))
