@@ -84,7 +84,7 @@ final class RouteCommands {
     @Option(names = "--cache-salt", paramLabel = "SALT", description = "Cache salt (salts the block hashes).")
     String cacheSalt;
     @Option(names = "--pinned", paramLabel = "W", description = "Route to this worker only.") String pinned;
-    @Option(names = "--pinned-rank", paramLabel = "R", description = "With --pinned: this dp rank only.") Long pinnedRank;
+    @Option(names = "--pinned-rank", paramLabel = "R", description = "This dp rank only: of the --pinned worker, or alone of every worker.") Long pinnedRank;
     @Option(names = "--allowed", paramLabel = "W1,W2", description = "Only these workers are candidates.") String allowed;
     @Option(names = "--excluded", paramLabel = "W1,W2", description = "These workers are never candidates.")
     String excluded;
@@ -172,9 +172,6 @@ final class RouteCommands {
         b.setPinnedWorker(pinned.trim());
       }
       if (pinnedRank != null) {
-        if (pinned == null) {
-          throw new IllegalArgumentException("--pinned-rank goes with --pinned");
-        }
         b.setPinnedDpRank(u32(pinnedRank, "--pinned-rank"));
       }
       if (allowed != null) {

@@ -57,6 +57,15 @@ class CommandParsingTest {
   }
 
   @Test
+  void aDpRankAloneIsAStrictDpRankPick() {
+    RouteRequest req = ((RouteCommands.Select) parsed("select", "--model", "llama", "--tokens", "1",
+        "--pinned-rank", "3")).request();
+    assertThat(req.getPinnedWorker()).isEmpty();
+    assertThat(req.hasPinnedDpRank()).isTrue();
+    assertThat(req.getPinnedDpRank()).isEqualTo(3);
+  }
+
+  @Test
   void bookCarriesTheQueueFieldsExclusionsAndRetry() {
     RouteRequest req = ((RouteCommands.Book) parsed("book", "--model", "m", "--tokens", "5", "--request-id", "r",
         "--excluded", "w3,w4", "--priority", "2", "--strict-priority", "1", "--policy-class", "tenant-a",
@@ -230,7 +239,7 @@ class CommandParsingTest {
         {"select", "--model", "m", "--block-hashes", "1,2"},                         // no --isl
         {"select", "--model", "m", "--tokens", "1,x"},
         {"select", "--model", "m", "--tokens", "1", "--token-seed", "3"},
-        {"select", "--model", "m", "--tokens", "1", "--pinned-rank", "0"},           // rank without worker
+        {"select", "--model", "m", "--tokens", "1", "--pinned-rank", "-1"},
         {"select", "--model", "m", "--tokens", "1", "--temperature", "-1"},
         {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session-mode", "hard"}, // no --session
         {"book", "--model", "m", "--tokens", "1", "--request-id", "r", "--session", "s", "--session-mode", "sticky"},
