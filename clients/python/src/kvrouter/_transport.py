@@ -317,7 +317,7 @@ class Owners:
             return
         avoided = self._unreachable.get(owner)
         if avoided is not None and now - avoided >= self.AVOID_SECONDS:
-            del self._unreachable[owner]
+            self._unreachable.pop(owner, None)
             avoided = None
         if not owner or owner == self._target or avoided is not None:
             self._by_model.pop(model, None)

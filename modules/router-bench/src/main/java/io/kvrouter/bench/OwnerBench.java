@@ -64,6 +64,7 @@ final class OwnerBench {
 
   static List<Path> runRegion(Path out, boolean quick) throws Exception {
     Duration duration = quick ? Duration.ofMillis(500) : Duration.ofSeconds(5);
+    Duration warmUp = quick ? Duration.ofMillis(300) : Duration.ofSeconds(3);
     int rounds = quick ? 1 : 2;
     Report report = new Report("Owner-direct Books: a region of three nodes behind a round-robin client");
     List<ManagedChannel> channels = new ArrayList<>();
@@ -103,26 +104,32 @@ final class OwnerBench {
           + "Artery as between hosts, replication on with wait-for-majority), sharing this host's CPUs with the "
           + "client; one model with 4 idle workers (kv policy) whose admission actor runs on node " + (owner + 1)
           + ", 64-block requests. Each caller runs a closed loop of Book then Release over gRPC (grpc-java, one "
-          + "HTTP/2 connection per node), " + duration.toMillis() + " ms per measurement, " + rounds + " rounds, "
-          + "the paths interleaved. CPU is this process's CPU time (nodes and client together) per pair.");
+          + "HTTP/2 connection per node), " + duration.toMillis() + " ms per measurement after " + warmUp.toMillis()
+          + " ms of warm-up per path, " + rounds + " rounds, the paths interleaved in an order that turns each round. CPU is this process's CPU time (nodes and client together) per pair.");
       Report.Table table = new Report.Table("path", "callers", "round", "Book+Release pairs/s", "CPU µs/pair",
-          "relative to the owner alone");
+          "pairs/s relative to the owner alone", "CPU/pair relative to the owner alone");
       for (int callers : new int[] {16, 64}) {
-        drive(ownerAlone, callers, Duration.ofMillis(500), "warm");
-        drive(relayed, callers, Duration.ofMillis(500), "warm");
-        drive(ownerDirect, callers, Duration.ofMillis(500), "warm");
+        for (Lane lane : List.of(ownerAlone, relayed, ownerDirect)) {
+          drive(lane, callers, warmUp, "warm");
+        }
         for (int round = 1; round <= rounds; round++) {
-          Rate alone = drive(ownerAlone, callers, duration, "owner");
-          Rate spread = drive(relayed, callers, duration, "relay");
-          Rate toOwner = drive(ownerDirect, callers, duration, "owner-direct");
+          // the order turns each round: the host's noise and the JIT favour no path
+          Rate[] rates = new Rate[3];
+          Lane[] lanes = {ownerAlone, relayed, ownerDirect};
+          String[] names = {"owner", "relay", "owner-direct"};
+          for (int k = 0; k < 3; k++) {
+            int path = (k + round - 1) % 3;
+            rates[path] = drive(lanes[path], callers, duration, names[path]);
+          }
+          Rate alone = rates[0];
           table.row("owner alone: every call to the owner node", callers, round, Report.rate(alone.pairsPerSecond()),
-              cpu(alone), "1.00×");
+              cpu(alone), "1.00×", "1.00×");
           table.row("round robin over 3 nodes, relay path (Book and Release each to the next node)", callers, round,
-              Report.rate(spread.pairsPerSecond()), cpu(spread),
-              Report.ratio(spread.pairsPerSecond() / alone.pairsPerSecond()));
+              Report.rate(rates[1].pairsPerSecond()), cpu(rates[1]),
+              Report.ratio(rates[1].pairsPerSecond() / alone.pairsPerSecond()), cpuRatio(rates[1], alone));
           table.row("round robin over 3 nodes, owner-direct (Books to the owner the answers name, Release where "
-              + "booked)", callers, round, Report.rate(toOwner.pairsPerSecond()), cpu(toOwner),
-              Report.ratio(toOwner.pairsPerSecond() / alone.pairsPerSecond()));
+              + "booked)", callers, round, Report.rate(rates[2].pairsPerSecond()), cpu(rates[2]),
+              Report.ratio(rates[2].pairsPerSecond() / alone.pairsPerSecond()), cpuRatio(rates[2], alone));
         }
       }
       report.heading("A load balancer's round robin: relay vs owner-direct");
@@ -134,21 +141,27 @@ final class OwnerBench {
       report.table(table);
 
       Report.Table front = new Report.Table("path (in-process, as the front books)", "callers", "round",
-          "Book+Release pairs/s", "CPU µs/pair", "relative to the owner's local actor");
-      drive(frontRelay, 16, Duration.ofMillis(500), "warm");
-      drive(frontGrpc, 16, Duration.ofMillis(500), "warm");
+          "Book+Release pairs/s", "CPU µs/pair", "pairs/s relative to the local actor",
+          "CPU/pair relative to the local actor");
+      for (Lane lane : List.of(frontLocal, frontRelay, frontGrpc)) {
+        drive(lane, 16, warmUp, "warm");
+      }
       for (int round = 1; round <= rounds; round++) {
-        Rate onOwner = drive(frontLocal, 16, duration, "front-local");
-        Rate throughRelay = drive(frontRelay, 16, duration, "front-relay");
-        Rate overGrpc = drive(frontGrpc, 16, duration, "front-grpc");
+        Rate[] rates = new Rate[3];
+        Lane[] lanes = {frontLocal, frontRelay, frontGrpc};
+        String[] names = {"front-local", "front-relay", "front-grpc"};
+        for (int k = 0; k < 3; k++) {
+          int path = (k + round - 1) % 3;
+          rates[path] = drive(lanes[path], 16, duration, names[path]);
+        }
         front.row("ModelClient on the owner node (local actor; a front on the owner)", 16, round,
-            Report.rate(onOwner.pairsPerSecond()), cpu(onOwner), "1.00×");
+            Report.rate(rates[0].pairsPerSecond()), cpu(rates[0]), "1.00×", "1.00×");
         front.row("ModelClient on a non-owner node (the node's relay, what the front does)", 16, round,
-            Report.rate(throughRelay.pairsPerSecond()), cpu(throughRelay),
-            Report.ratio(throughRelay.pairsPerSecond() / onOwner.pairsPerSecond()));
+            Report.rate(rates[1].pairsPerSecond()), cpu(rates[1]),
+            Report.ratio(rates[1].pairsPerSecond() / rates[0].pairsPerSecond()), cpuRatio(rates[1], rates[0]));
         front.row("gRPC from a non-owner node to the owner (owner-direct front)", 16, round,
-            Report.rate(overGrpc.pairsPerSecond()), cpu(overGrpc),
-            Report.ratio(overGrpc.pairsPerSecond() / onOwner.pairsPerSecond()));
+            Report.rate(rates[2].pairsPerSecond()), cpu(rates[2]),
+            Report.ratio(rates[2].pairsPerSecond() / rates[0].pairsPerSecond()), cpuRatio(rates[2], rates[0]));
       }
       report.heading("The front's Books: the node's relay or gRPC to the owner");
       report.paragraph("The front (router-front) runs in-process on a node and books through the node's "
@@ -200,6 +213,7 @@ final class OwnerBench {
 
   static List<Path> runRegions(Path out, boolean quick) throws Exception {
     Duration duration = quick ? Duration.ofMillis(500) : Duration.ofSeconds(5);
+    Duration warmUp = quick ? Duration.ofMillis(300) : Duration.ofSeconds(3);
     int rounds = quick ? 1 : 2;
     int callers = 16;
     Report report = new Report("Owner-direct Books across regions: global Book + Release");
@@ -230,33 +244,37 @@ final class OwnerBench {
       Lane proxiedInProcess = id -> modelClientPair(fromUs, hashes, id);
       Lane localInProcess = id -> modelClientPair(onEu, hashes, id);
 
-      for (Lane lane : List.of(local, proxied, ownerDirect, localInProcess, proxiedInProcess)) {
-        drive(lane, callers, Duration.ofMillis(500), "warm");
+      Lane[] lanes = {local, proxied, ownerDirect, localInProcess, proxiedInProcess};
+      String[] names = {"local", "proxy", "owner-direct", "local-in-process", "proxy-in-process"};
+      for (Lane lane : lanes) {
+        drive(lane, callers, warmUp, "warm");
       }
       Report.Table table = new Report.Table("path", "round", "Book+Release pairs/s", "CPU µs/pair",
-          "relative to local");
+          "pairs/s relative to local", "CPU/pair relative to local");
       for (int round = 1; round <= rounds; round++) {
-        Rate l = drive(local, callers, duration, "local");
-        Rate p = drive(proxied, callers, duration, "proxy");
-        Rate d = drive(ownerDirect, callers, duration, "owner-direct");
-        Rate li = drive(localInProcess, callers, duration, "local-in-process");
-        Rate pi = drive(proxiedInProcess, callers, duration, "proxy-in-process");
-        table.row("gRPC: regional Book + Release on eu's node (local)", round, Report.rate(l.pairsPerSecond()),
-            cpu(l), "1.00×");
+        Rate[] r = new Rate[lanes.length];
+        for (int k = 0; k < lanes.length; k++) {
+          int path = (k + round - 1) % lanes.length;
+          r[path] = drive(lanes[path], callers, duration, names[path]);
+        }
+        table.row("gRPC: regional Book + Release on eu's node (local)", round, Report.rate(r[0].pairsPerSecond()),
+            cpu(r[0]), "1.00×", "1.00×");
         table.row("gRPC: global Book from us's node through the eu proxy, Release through us (relay)", round,
-            Report.rate(p.pairsPerSecond()), cpu(p), Report.ratio(p.pairsPerSecond() / l.pairsPerSecond()));
+            Report.rate(r[1].pairsPerSecond()), cpu(r[1]), Report.ratio(r[1].pairsPerSecond() / r[0].pairsPerSecond()),
+            cpuRatio(r[1], r[0]));
         table.row("gRPC: global Book + Release sent to eu's owner node, named by us's global Select "
-            + "(owner-direct)", round, Report.rate(d.pairsPerSecond()), cpu(d),
-            Report.ratio(d.pairsPerSecond() / l.pairsPerSecond()));
-        table.row("in-process: ModelClient on eu's node (local actor)", round, Report.rate(li.pairsPerSecond()),
-            cpu(li), Report.ratio(li.pairsPerSecond() / l.pairsPerSecond()));
+            + "(owner-direct)", round, Report.rate(r[2].pairsPerSecond()), cpu(r[2]),
+            Report.ratio(r[2].pairsPerSecond() / r[0].pairsPerSecond()), cpuRatio(r[2], r[0]));
+        table.row("in-process: ModelClient on eu's node (local actor)", round, Report.rate(r[3].pairsPerSecond()),
+            cpu(r[3]), "(in-process reference)", "");
         table.row("in-process: ModelClient of region eu on us's node (the proxy)", round,
-            Report.rate(pi.pairsPerSecond()), cpu(pi), Report.ratio(pi.pairsPerSecond() / li.pairsPerSecond())
-                + " of in-process local");
+            Report.rate(r[4].pairsPerSecond()), cpu(r[4]), Report.ratio(r[4].pairsPerSecond() / r[3].pairsPerSecond())
+                + " of in-process local", cpuRatio(r[4], r[3]) + " of in-process local");
       }
       report.paragraph("Two regions `us` and `eu` of one node each in this JVM, the model's 4 workers in eu only "
           + "(kv policy), 64-block requests; " + callers + " callers, each a closed loop of Book then Release, "
-          + duration.toMillis() + " ms per measurement, " + rounds + " rounds, the paths interleaved. Target "
+          + duration.toMillis() + " ms per measurement after " + warmUp.toMillis() + " ms of warm-up per path, "
+          + rounds + " rounds, the paths interleaved in an order that turns each round. Target "
           + "(issue 25): global Book + Release ≥ 0.25× local. `owner-direct`: a client of us's node asks a global "
           + "Select once, which names eu's owner node (Selection.owner_endpoint, from eu's pool summaries), and "
           + "sends its global Books and their Releases there: eu's node then books in its own region without a "
@@ -347,6 +365,10 @@ final class OwnerBench {
   }
 
   // ---- driving
+
+  private static String cpuRatio(Rate rate, Rate reference) {
+    return Report.ratio(rate.cpuMicrosPerPair() / reference.cpuMicrosPerPair());
+  }
 
   private static String cpu(Rate rate) {
     return String.format(Locale.ROOT, "%.0f", rate.cpuMicrosPerPair());

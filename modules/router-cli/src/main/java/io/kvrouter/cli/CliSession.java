@@ -32,6 +32,7 @@ final class CliSession implements AutoCloseable {
   private final GrpcClientSettings settings;
   private final Duration deadline;
   private final Security security;
+  private final String target;
   private RouterClient router;
   /** Router clients of other nodes ({@link #router(String)}), by host:port. */
   private final Map<String, RouterClient> routersOf = new HashMap<>();
@@ -72,6 +73,7 @@ final class CliSession implements AutoCloseable {
     this.system = ActorSystem.create("kvrouter-cli", config);
     this.deadline = deadline;
     this.security = security;
+    this.target = target.host() + ":" + target.port();
     try {
       this.settings = settingsFor(target);
     } catch (RuntimeException e) {
@@ -83,6 +85,11 @@ final class CliSession implements AutoCloseable {
   private GrpcClientSettings settingsFor(Args.Target target) {
     return security.applyTo(GrpcClientSettings.connectToServiceAt(target.host(), target.port(), system)
         .withDeadline(deadline));
+  }
+
+  /** The target as {@code host:port}, as an answer's endpoint names a node. */
+  String target() {
+    return target;
   }
 
   RouterClient router() {
