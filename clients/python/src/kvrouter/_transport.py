@@ -168,8 +168,7 @@ class _Base:
                     stubs = self._stubs[endpoint] = Stubs(channel)
         return stubs
 
-    def _falls_back(self, error: grpc.RpcError, via: str, retries: int, deadline: Optional[float],
-                    what: str) -> bool:
+    def _falls_back(self, error: grpc.RpcError, via: str, deadline: Optional[float], what: str) -> bool:
         """True when a call sent to another node than the target lost its transport there (that node died or is
         unreachable) and time is left: the next try goes to the configured target, at once."""
         if not via or via == self.target:
@@ -237,7 +236,7 @@ class Transport(_Base):
                 return pick(self.stubs(via))(_numbered(request, retries, numbered), timeout=_remaining(deadline),
                                              metadata=self.metadata), retries, via
             except grpc.RpcError as e:
-                if self._falls_back(e, via, retries, deadline, what):
+                if self._falls_back(e, via, deadline, what):
                     via = ""
                     retries += 1
                     continue
@@ -275,7 +274,7 @@ class AsyncTransport(_Base):
                 return await pick(self.stubs(via))(_numbered(request, retries, numbered),
                                                    timeout=_remaining(deadline), metadata=self.metadata), retries, via
             except grpc.aio.AioRpcError as e:
-                if self._falls_back(e, via, retries, deadline, what):
+                if self._falls_back(e, via, deadline, what):
                     via = ""
                     retries += 1
                     continue

@@ -110,7 +110,7 @@ class AsyncRouter:
         return PendingBooking(self, model, request, self._timeout(timeout))
 
     async def _book(self, model: str, request: router_pb2.RouteRequest, timeout: Optional[float]) -> "AsyncBooking":
-        global_scope = request.scope == Scope.GLOBAL
+        global_scope = int(request.scope) == int(Scope.GLOBAL)
         via = self._owners.via(model, global_scope) if self.owner_direct else ""
         try:
             answer, replays, answered_via = await self._transport.call(lambda stubs: stubs.router.Book, request,

@@ -86,8 +86,8 @@ final class OwnerBench {
       Function<Integer, ManagedChannel> roundRobin = ignored ->
           channels.get((int) (next.getAndIncrement() % channels.size()));
 
-      Lane ownerAlone = id -> grpcPair(channels.get(owner), channels.get(owner), request(hashes, id, Scope.SCOPE_REGION),
-          "");
+      Lane ownerAlone = id -> grpcPair(channels.get(owner), channels.get(owner),
+          request(hashes, id, Scope.SCOPE_REGION), "");
       Lane relayed = id -> grpcPair(roundRobin.apply(0), roundRobin.apply(0), request(hashes, id, Scope.SCOPE_REGION),
           "");
       OwnerDirectClient direct = new OwnerDirectClient(byEndpoint, () -> roundRobin.apply(0));
@@ -105,7 +105,9 @@ final class OwnerBench {
           + "client; one model with 4 idle workers (kv policy) whose admission actor runs on node " + (owner + 1)
           + ", 64-block requests. Each caller runs a closed loop of Book then Release over gRPC (grpc-java, one "
           + "HTTP/2 connection per node), " + duration.toMillis() + " ms per measurement after " + warmUp.toMillis()
-          + " ms of warm-up per path, " + rounds + " rounds, the paths interleaved in an order that turns each round. CPU is this process's CPU time (nodes and client together) per pair.");
+          + " ms of warm-up per path, " + rounds + " rounds, the paths interleaved in an order that turns each "
+          + "round, the heap collected before each measurement. CPU is this process's CPU time (nodes and client "
+          + "together) per pair.");
       Report.Table table = new Report.Table("path", "callers", "round", "Book+Release pairs/s", "CPU µs/pair",
           "pairs/s relative to the owner alone", "CPU/pair relative to the owner alone");
       for (int callers : new int[] {16, 64}) {
@@ -274,7 +276,8 @@ final class OwnerBench {
       report.paragraph("Two regions `us` and `eu` of one node each in this JVM, the model's 4 workers in eu only "
           + "(kv policy), 64-block requests; " + callers + " callers, each a closed loop of Book then Release, "
           + duration.toMillis() + " ms per measurement after " + warmUp.toMillis() + " ms of warm-up per path, "
-          + rounds + " rounds, the paths interleaved in an order that turns each round. Target "
+          + rounds + " rounds, the paths interleaved in an order that turns each round, the heap collected before "
+          + "each measurement. Target "
           + "(issue 25): global Book + Release ≥ 0.25× local. `owner-direct`: a client of us's node asks a global "
           + "Select once, which names eu's owner node (Selection.owner_endpoint, from eu's pool summaries), and "
           + "sends its global Books and their Releases there: eu's node then books in its own region without a "
@@ -377,6 +380,10 @@ final class OwnerBench {
   /** Runs {@code callers} closed loops of pairs for {@code duration}; pairs per second and CPU per pair. */
   private static Rate drive(Lane lane, int callers, Duration duration, String what) {
     var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    if (!what.equals("warm")) {
+      // the previous path's garbage is collected before this one is timed, not during it
+      System.gc();
+    }
     AtomicLong done = new AtomicLong();
     AtomicLong ids = new AtomicLong();
     long end = System.nanoTime() + duration.toNanos();

@@ -169,7 +169,17 @@ public final class RouterService implements RouterPowerApi {
         tried.add(region);
       }
       List<PoolSummary> next = global ? regions.fallbacks(model, tried) : List.of();
-      BookCall booking = cluster.client(model, region).book(request, attemptTime(!next.isEmpty()));
+      BookCall booking;
+      try {
+        booking = cluster.client(model, region).book(request, attemptTime(!next.isEmpty()));
+      } catch (RoutingException e) {
+        // a region with no member left is refused before anything is sent
+        if (!next.isEmpty() && unreachable(e) && timeLeft()) {
+          fallBack(next.get(0));
+          return;
+        }
+        throw e;
+      }
       current.set(booking);
       if (answer.isCancelled()) {
         booking.abandon();
