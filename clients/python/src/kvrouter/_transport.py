@@ -7,18 +7,21 @@ KV events by their content and ids), so a call whose transport failed before an 
 a ``kvrouter-reason`` that means the connection or stream was lost) is sent again, a bounded number of times,
 within the call's deadline.
 
-Channels are opened by :meth:`Transport.stubs`, the seam where a channel per node (e.g. a model's owner node) can
-be added when the router names one in its answers.
+Channels are opened by :meth:`Transport.stubs`: one to the configured target, and one per other node a call is sent
+to (a model's owner node, which the router names in its answers: ``Selection.owner_endpoint``), cached, with the
+same credentials, TLS and options. A call sent to another node (``via``) whose transport fails there is sent again
+to the configured target at once, as the next numbered try: the configured target is the fallback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import grpc
 import grpc.aio
@@ -128,6 +131,10 @@ def _tls(tls: Union[None, bool, Tls]) -> Optional[Tls]:
     raise TypeError(f"tls must be None, True or a kvrouter.Tls, got {type(tls).__name__}")
 
 
+#: Picks the multi-callable of a call from a channel's stubs (e.g. ``lambda s: s.router.Book``).
+Pick = Callable[[Stubs], Any]
+
+
 class _Base:
     def __init__(self, target: str, token: Optional[str], tls: Union[None, bool, Tls],
                  options: Sequence[Tuple[str, Any]], retry: RetryPolicy) -> None:
@@ -140,6 +147,37 @@ class _Base:
         self.tls = _tls(tls)
         self.options = _options(self.tls, options)
         self.retry = retry
+        self._lock = threading.Lock()
+        self._channels: Dict[str, Any] = {}
+        self._stubs: Dict[str, Stubs] = {}
+
+    def _open(self, target: str) -> Any:
+        raise NotImplementedError
+
+    def stubs(self, via: str = "") -> Stubs:
+        """The stubs of the channel to ``via`` (a node's ``host:port``; empty: the configured target), opened on
+        first use and kept until :meth:`close`."""
+        endpoint = via or self.target
+        stubs = self._stubs.get(endpoint)
+        if stubs is None:
+            with self._lock:
+                stubs = self._stubs.get(endpoint)
+                if stubs is None:
+                    channel = self._open(endpoint)
+                    self._channels[endpoint] = channel
+                    stubs = self._stubs[endpoint] = Stubs(channel)
+        return stubs
+
+    def _falls_back(self, error: grpc.RpcError, via: str, deadline: Optional[float], what: str) -> bool:
+        """True when a call sent to another node than the target lost its transport there (that node died or is
+        unreachable) and time is left: the next try goes to the configured target, at once."""
+        if not via or via == self.target:
+            return False
+        mapped = from_rpc_error(error)
+        if not is_transport_loss(mapped) or (deadline is not None and time.monotonic() >= deadline):
+            return False
+        log.info("kvrouter: %s could not reach %s (%s); sending it to %s", what, via, mapped, self.target)
+        return True
 
     def _retry_or_raise(self, error: grpc.RpcError, retries: int, deadline: Optional[float],
                         what: str) -> Tuple[KvRouterError, float]:
@@ -176,34 +214,39 @@ class Transport(_Base):
     def __init__(self, target: str, token: Optional[str] = None, tls: Union[None, bool, Tls] = None,
                  options: Sequence[Tuple[str, Any]] = (), retry: RetryPolicy = RetryPolicy()) -> None:
         super().__init__(target, token, tls, options, retry)
+        self.stubs()  # the configured target's channel, opened at once as before
+        #: the channel to the configured target
+        self.channel = self._channels[target]
+
+    def _open(self, target: str) -> grpc.Channel:
         if self.tls is None:
-            self.channel = grpc.insecure_channel(target, options=self.options)
-        else:
-            self.channel = grpc.secure_channel(target, self.tls.credentials(), options=self.options)
-        self._stubs = Stubs(self.channel)
+            return grpc.insecure_channel(target, options=self.options)
+        return grpc.secure_channel(target, self.tls.credentials(), options=self.options)
 
-    def stubs(self) -> Stubs:
-        """The stubs calls go through (one channel today; the place for a channel per node)."""
-        return self._stubs
-
-    def call(self, method: Any, request: Any, timeout: Optional[float], what: str,
-             numbered: bool = False) -> Tuple[Any, int]:
-        """Sends ``request`` through ``method`` (a stub's multi-callable); returns the answer and how many times
-        it was sent again after a lost transport (each resend of a ``numbered`` request carries its number in
-        ``retry``). Raises :class:`KvRouterError`."""
+    def call(self, pick: Pick, request: Any, timeout: Optional[float], what: str, numbered: bool = False,
+             via: str = "") -> Tuple[Any, int, str]:
+        """Sends ``request`` through the multi-callable ``pick`` takes from the stubs of ``via`` (empty: the
+        configured target); returns the answer, how many times it was sent again after a lost transport (each
+        resend of a ``numbered`` request carries its number in ``retry``) and the node that answered (``via``, or
+        empty once it fell back to the target). Raises :class:`KvRouterError`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         retries = 0
         while True:
             try:
-                return method(_numbered(request, retries, numbered), timeout=_remaining(deadline),
-                              metadata=self.metadata), retries
+                return pick(self.stubs(via))(_numbered(request, retries, numbered), timeout=_remaining(deadline),
+                                             metadata=self.metadata), retries, via
             except grpc.RpcError as e:
+                if self._falls_back(e, via, deadline, what):
+                    via = ""
+                    retries += 1
+                    continue
                 _, pause = self._retry_or_raise(e, retries, deadline, what)
             time.sleep(pause)
             retries += 1
 
     def close(self) -> None:
-        self.channel.close()
+        for channel in list(self._channels.values()):
+            channel.close()
 
 
 class AsyncTransport(_Base):
@@ -212,29 +255,70 @@ class AsyncTransport(_Base):
     def __init__(self, target: str, token: Optional[str] = None, tls: Union[None, bool, Tls] = None,
                  options: Sequence[Tuple[str, Any]] = (), retry: RetryPolicy = RetryPolicy()) -> None:
         super().__init__(target, token, tls, options, retry)
+        self.stubs()  # the configured target's channel, opened at once as before
+        #: the channel to the configured target
+        self.channel = self._channels[target]
+
+    def _open(self, target: str) -> grpc.aio.Channel:
         if self.tls is None:
-            self.channel = grpc.aio.insecure_channel(target, options=self.options)
-        else:
-            self.channel = grpc.aio.secure_channel(target, self.tls.credentials(), options=self.options)
-        self._stubs = Stubs(self.channel)
+            return grpc.aio.insecure_channel(target, options=self.options)
+        return grpc.aio.secure_channel(target, self.tls.credentials(), options=self.options)
 
-    def stubs(self) -> Stubs:
-        """The stubs calls go through (one channel today; the place for a channel per node)."""
-        return self._stubs
-
-    async def call(self, method: Any, request: Any, timeout: Optional[float], what: str,
-                   numbered: bool = False) -> Tuple[Any, int]:
+    async def call(self, pick: Pick, request: Any, timeout: Optional[float], what: str, numbered: bool = False,
+                   via: str = "") -> Tuple[Any, int, str]:
         """As :meth:`Transport.call`; cancelling the awaiting task cancels the call in flight."""
         deadline = None if timeout is None else time.monotonic() + timeout
         retries = 0
         while True:
             try:
-                return await method(_numbered(request, retries, numbered), timeout=_remaining(deadline),
-                                    metadata=self.metadata), retries
+                return await pick(self.stubs(via))(_numbered(request, retries, numbered),
+                                                   timeout=_remaining(deadline), metadata=self.metadata), retries, via
             except grpc.aio.AioRpcError as e:
+                if self._falls_back(e, via, deadline, what):
+                    via = ""
+                    retries += 1
+                    continue
                 _, pause = self._retry_or_raise(e, retries, deadline, what)
             await asyncio.sleep(pause)
             retries += 1
 
     async def close(self) -> None:
-        await self.channel.close(grace=None)
+        for channel in list(self._channels.values()):
+            await channel.close(grace=None)
+
+
+class Owners:
+    """Where to send each model's regional Books: the node owning its admission actor, as the router's last answer
+    named it (``Selection.owner_endpoint``); empty (the configured target) until an answer names one, for a global
+    Book (the owner named is that of the region the answer chose, whose choice a node of another region may not
+    share), and for :data:`AVOID_SECONDS` after a call could not reach a node (an owner that died is still named
+    until its successor's first summary reaches the answering node)."""
+
+    #: how long a node a call could not reach is not sent Books (the router's failover takes seconds)
+    AVOID_SECONDS = 5.0
+
+    def __init__(self, target: str) -> None:
+        self._target = target
+        self._by_model: Dict[str, str] = {}
+        self._unreachable: Dict[str, float] = {}
+
+    def via(self, model: str, global_scope: bool) -> str:
+        """The node to send a Book of ``model`` to (empty: the configured target)."""
+        return "" if global_scope else self._by_model.get(model, "")
+
+    def learned(self, model: str, global_scope: bool, owner: str, sent_via: str, answered_via: str) -> None:
+        """Takes note of an answer: the owner it names (``owner``), and whether the call had to fall back from
+        ``sent_via`` to the configured target (``answered_via`` empty)."""
+        now = time.monotonic()
+        if sent_via and not answered_via:
+            self._unreachable[sent_via] = now
+        if global_scope:
+            return
+        avoided = self._unreachable.get(owner)
+        if avoided is not None and now - avoided >= self.AVOID_SECONDS:
+            self._unreachable.pop(owner, None)
+            avoided = None
+        if not owner or owner == self._target or avoided is not None:
+            self._by_model.pop(model, None)
+        else:
+            self._by_model[model] = owner

@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Generator, Iterable, Mapping, Optional, Seque
 from grpc_health.v1 import health_pb2
 
 from kvrouter import _requests as req
-from kvrouter._transport import AsyncTransport, RetryPolicy, Tls, book_outcome_unknown
+from kvrouter._transport import AsyncTransport, Owners, RetryPolicy, Tls, book_outcome_unknown
 from kvrouter.client import DEFAULT_TIMEOUT, BookingBase, nothing_held, renewal_interval
 from kvrouter.errors import BookingOutcomeUnknown, KvRouterError
 from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerRole
@@ -28,14 +28,17 @@ log = logging.getLogger("kvrouter")
 
 
 class AsyncRouter:
-    """The asyncio counterpart of :class:`kvrouter.Router` (same arguments). ``async with AsyncRouter(...)`` or
-    ``await router.close()``."""
+    """The asyncio counterpart of :class:`kvrouter.Router` (same arguments, ``owner_direct`` included).
+    ``async with AsyncRouter(...)`` or ``await router.close()``."""
 
     def __init__(self, target: str, token: Optional[str] = None, tls: Union[None, bool, Tls] = None, *,
                  timeout: Optional[float] = DEFAULT_TIMEOUT, retry: RetryPolicy = RetryPolicy(),
-                 options: Sequence[Tuple[str, Any]] = ()) -> None:
+                 options: Sequence[Tuple[str, Any]] = (), owner_direct: bool = True) -> None:
         self.timeout = req.timeout(timeout)
         self._transport = AsyncTransport(target, token, tls, options, retry)
+        #: whether regional Books go to the model's owner node (:class:`kvrouter.Router`)
+        self.owner_direct = bool(owner_direct)
+        self._owners = Owners(target)
         # releases that a cancellation cut off, finished by tasks of their own (the loop keeps only weak references
         # to tasks)
         self._background: Set["asyncio.Task[Any]"] = set()
@@ -47,10 +50,9 @@ class AsyncRouter:
     def _timeout(self, timeout: Optional[float]) -> Optional[float]:
         return self.timeout if timeout is req.UNSET else req.timeout(timeout)
 
-    async def _call(self, method: str, service: str, request: Any, timeout: Optional[float]) -> Any:
-        stubs = self._transport.stubs()
-        answer, _ = await self._transport.call(getattr(getattr(stubs, service), method), request,
-                                               self._timeout(timeout), method)
+    async def _call(self, method: str, service: str, request: Any, timeout: Optional[float], via: str = "") -> Any:
+        answer, _, _ = await self._transport.call(lambda stubs: getattr(getattr(stubs, service), method), request,
+                                                  self._timeout(timeout), method, via=via)
         return answer
 
     def _spawn(self, coroutine: Awaitable[Any]) -> "asyncio.Task[Any]":
@@ -86,7 +88,9 @@ class AsyncRouter:
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
             allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=explain)
-        return Selection(await self._call("Select", "router", request, timeout))
+        answer = await self._call("Select", "router", request, timeout)
+        self._owners.learned(model, scope == Scope.GLOBAL, answer.owner_endpoint, "", "")
+        return Selection(answer)
 
     def book(self, model: str, *, request_id: Optional[str] = None, token_ids: Optional[Sequence[int]] = None,
              block_hashes: Optional[Sequence[int]] = None, isl_tokens: Optional[int] = None,
@@ -106,31 +110,35 @@ class AsyncRouter:
         return PendingBooking(self, model, request, self._timeout(timeout))
 
     async def _book(self, model: str, request: router_pb2.RouteRequest, timeout: Optional[float]) -> "AsyncBooking":
+        global_scope = int(request.scope) == int(Scope.GLOBAL)
+        via = self._owners.via(model, global_scope) if self.owner_direct else ""
         try:
-            answer, replays = await self._transport.call(self._transport.stubs().router.Book, request, timeout,
-                                                         "Book", numbered=True)
+            answer, replays, answered_via = await self._transport.call(lambda stubs: stubs.router.Book, request,
+                                                                       timeout, "Book", numbered=True, via=via)
         except KvRouterError as e:
             if book_outcome_unknown(e):
                 raise BookingOutcomeUnknown(request.request_id, e) from None
             raise
-        return AsyncBooking(self, model, answer, replays)
+        self._owners.learned(model, global_scope, answer.selection.owner_endpoint, via, answered_via)
+        return AsyncBooking(self, model, answer, replays, answered_via)
 
     async def release(self, model: str, request_id: str, attempt: int, region: str = "", *,
-                      timeout: Optional[float] = req.UNSET) -> bool:
+                      timeout: Optional[float] = req.UNSET, via: str = "") -> bool:
         """As :meth:`kvrouter.Router.release`."""
         return bool((await self._call("Release", "router", req.booking_ref(model, request_id, attempt, region),
-                                      timeout)).applied)
+                                      timeout, via)).applied)
 
     async def mark_prefill_done(self, model: str, request_id: str, attempt: int, region: str = "", *,
-                                timeout: Optional[float] = req.UNSET) -> bool:
+                                timeout: Optional[float] = req.UNSET, via: str = "") -> bool:
         """As :meth:`kvrouter.Router.mark_prefill_done`."""
         ref = req.booking_ref(model, request_id, attempt, region)
-        return bool((await self._call("MarkPrefillDone", "router", ref, timeout)).applied)
+        return bool((await self._call("MarkPrefillDone", "router", ref, timeout, via)).applied)
 
     async def renew(self, model: str, request_id: str, attempt: int, region: str = "", *,
-                    timeout: Optional[float] = req.UNSET) -> Renewal:
+                    timeout: Optional[float] = req.UNSET, via: str = "") -> Renewal:
         """As :meth:`kvrouter.Router.renew`."""
-        answer = await self._call("Renew", "router", req.booking_ref(model, request_id, attempt, region), timeout)
+        answer = await self._call("Renew", "router", req.booking_ref(model, request_id, attempt, region), timeout,
+                                  via)
         return Renewal(bool(answer.applied), answer.lease_expires_unix_ms)
 
     async def reclaim(self, model: str, request_id: str, *, isl_tokens: int = 1, scope: Scope = Scope.UNSPECIFIED,
@@ -190,8 +198,9 @@ class AsyncBooking(BookingBase):
     task cancellation included (a release the cancellation cut off is finished by a task of its own, which
     :meth:`AsyncRouter.close` waits for)."""
 
-    def __init__(self, router: AsyncRouter, model: str, proto: router_pb2.Booking, client_replays: int = 0) -> None:
-        super().__init__(model, proto, client_replays)
+    def __init__(self, router: AsyncRouter, model: str, proto: router_pb2.Booking, client_replays: int = 0,
+                 booked_via: str = "") -> None:
+        super().__init__(model, proto, client_replays, booked_via)
         self._router = router
         self._release_task: Optional["asyncio.Task[bool]"] = None
         self._keep_alive: Optional[AsyncKeepAlive] = None
@@ -204,11 +213,12 @@ class AsyncBooking(BookingBase):
     async def mark_prefill_done(self, *, timeout: Optional[float] = req.UNSET) -> bool:
         """Tells the router the prefill finished; true if the booking was live."""
         return await self._router.mark_prefill_done(self.model, self.request_id, self.attempt, self.region,
-                                                    timeout=timeout)
+                                                    timeout=timeout, via=self.booked_via)
 
     async def renew(self, *, timeout: Optional[float] = req.UNSET) -> bool:
         """Extends the lease (updating :attr:`lease_expires_unix_ms`); false if the booking no longer exists."""
-        renewal = await self._router.renew(self.model, self.request_id, self.attempt, self.region, timeout=timeout)
+        renewal = await self._router.renew(self.model, self.request_id, self.attempt, self.region, timeout=timeout,
+                                           via=self.booked_via)
         if renewal.applied:
             self.lease_expires_unix_ms = renewal.lease_expires_unix_ms
         return renewal.applied
@@ -233,7 +243,7 @@ class AsyncBooking(BookingBase):
             await self._keep_alive.stop()
         try:
             return self._record(await self._router.release(self.model, self.request_id, self.attempt, self.region,
-                                                           timeout=timeout))
+                                                           timeout=timeout, via=self.booked_via))
         except asyncio.CancelledError:
             # the call may have been cut off before it reached the router: send it again, out of reach of the
             # cancelled task (AsyncRouter.close waits for it)
@@ -247,7 +257,7 @@ class AsyncBooking(BookingBase):
 
     async def _release_again(self, timeout: Optional[float]) -> bool:
         return self._record(await self._router.release(self.model, self.request_id, self.attempt, self.region,
-                                                       timeout=timeout))
+                                                       timeout=timeout, via=self.booked_via))
 
     async def __aenter__(self) -> "AsyncBooking":
         return self

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Type, Unio
 from grpc_health.v1 import health_pb2
 
 from kvrouter import _requests as req
-from kvrouter._transport import RetryPolicy, Tls, Transport, book_outcome_unknown
+from kvrouter._transport import Owners, RetryPolicy, Tls, Transport, book_outcome_unknown
 from kvrouter.errors import (BookingOutcomeUnknown, InvalidArgument, KvRouterError, PermissionDenied,
                              Unauthenticated)
 from kvrouter.types import Overrides, Renewal, Scope, Selection, SessionOutcome, WorkerEndpoint, WorkerRole
@@ -36,15 +36,22 @@ class Router:
 
     ``target`` is ``host:port``; ``token`` a bearer token sent with every call (routers with auth on); ``tls``
     None (plaintext), True (TLS trusting the system's roots) or a :class:`kvrouter.Tls`; ``options`` extra grpcio
-    channel options; ``retry`` how calls whose transport failed are sent again. Use it as a context manager or
-    call :meth:`close`.
+    channel options; ``retry`` how calls whose transport failed are sent again. ``owner_direct`` (on by default):
+    a regional Book goes to the node that owns the model's admission actor, once an answer named it
+    (``Selection.owner_endpoint``), over a channel of its own with the same credentials; ``target`` is the
+    fallback when that node cannot be reached (the Book is sent there again with its ``request_id`` and next retry
+    number: nothing is booked twice). A booking's Release, MarkPrefillDone and Renew go to the node its Book was
+    answered by. Use it as a context manager or call :meth:`close`.
     """
 
     def __init__(self, target: str, token: Optional[str] = None, tls: Union[None, bool, Tls] = None, *,
                  timeout: Optional[float] = DEFAULT_TIMEOUT, retry: RetryPolicy = RetryPolicy(),
-                 options: Sequence[Tuple[str, Any]] = ()) -> None:
+                 options: Sequence[Tuple[str, Any]] = (), owner_direct: bool = True) -> None:
         self.timeout = req.timeout(timeout)
         self._transport = Transport(target, token, tls, options, retry)
+        #: whether regional Books go to the model's owner node (see the class)
+        self.owner_direct = bool(owner_direct)
+        self._owners = Owners(target)
         #: Workers calls (Register, Deregister, ReportLoad, PublishKvEvents)
         self.workers = Workers(self)
         #: Admin calls (SetPolicy, GetModelState, ListModels, ExplainRecent)
@@ -55,14 +62,13 @@ class Router:
     def _timeout(self, timeout: Optional[float]) -> Optional[float]:
         return self.timeout if timeout is req.UNSET else req.timeout(timeout)
 
-    def _call(self, method: str, service: str, request: Any, timeout: Optional[float]) -> Any:
-        stubs = self._transport.stubs()
-        answer, _ = self._transport.call(getattr(getattr(stubs, service), method), request, self._timeout(timeout),
-                                         method)
+    def _call(self, method: str, service: str, request: Any, timeout: Optional[float], via: str = "") -> Any:
+        answer, _, _ = self._transport.call(lambda stubs: getattr(getattr(stubs, service), method), request,
+                                            self._timeout(timeout), method, via=via)
         return answer
 
     def close(self) -> None:
-        """Closes the channel; calls in flight fail."""
+        """Closes the channels; calls in flight fail."""
         self._transport.close()
 
     def __enter__(self) -> "Router":
@@ -95,7 +101,9 @@ class Router:
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
             allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=explain)
-        return Selection(self._call("Select", "router", request, timeout))
+        answer = self._call("Select", "router", request, timeout)
+        self._owners.learned(model, scope == Scope.GLOBAL, answer.owner_endpoint, "", "")
+        return Selection(answer)
 
     def book(self, model: str, *, request_id: Optional[str] = None, token_ids: Optional[Sequence[int]] = None,
              block_hashes: Optional[Sequence[int]] = None, isl_tokens: Optional[int] = None,
@@ -126,32 +134,38 @@ class Router:
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
             allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=False)
+        global_scope = scope == Scope.GLOBAL
+        via = self._owners.via(model, global_scope) if self.owner_direct else ""
         try:
-            answer, replays = self._transport.call(self._transport.stubs().router.Book, request,
-                                                   self._timeout(timeout), "Book", numbered=True)
+            answer, replays, answered_via = self._transport.call(lambda stubs: stubs.router.Book, request,
+                                                                 self._timeout(timeout), "Book", numbered=True,
+                                                                 via=via)
         except KvRouterError as e:
             if book_outcome_unknown(e):
                 raise BookingOutcomeUnknown(request_id, e) from None
             raise
-        return Booking(self, model, answer, replays)
+        self._owners.learned(model, global_scope, answer.selection.owner_endpoint, via, answered_via)
+        return Booking(self, model, answer, replays, answered_via)
 
     def release(self, model: str, request_id: str, attempt: int, region: str = "", *,
-                timeout: Optional[float] = req.UNSET) -> bool:
-        """Frees the booking (``attempt`` fences it: a stale attempt frees nothing). True if it was live."""
+                timeout: Optional[float] = req.UNSET, via: str = "") -> bool:
+        """Frees the booking (``attempt`` fences it: a stale attempt frees nothing). True if it was live. ``via``:
+        the node to send it to (a booking's :attr:`Booking.booked_via`; empty or unreachable: the configured
+        target)."""
         return bool(self._call("Release", "router", req.booking_ref(model, request_id, attempt, region),
-                               timeout).applied)
+                               timeout, via).applied)
 
     def mark_prefill_done(self, model: str, request_id: str, attempt: int, region: str = "", *,
-                          timeout: Optional[float] = req.UNSET) -> bool:
+                          timeout: Optional[float] = req.UNSET, via: str = "") -> bool:
         """Tells the router the booking's prefill finished (its prefill tokens stop counting; the lease is
-        renewed). True if the booking was live."""
+        renewed). True if the booking was live. ``via`` as :meth:`release`."""
         return bool(self._call("MarkPrefillDone", "router", req.booking_ref(model, request_id, attempt, region),
-                               timeout).applied)
+                               timeout, via).applied)
 
     def renew(self, model: str, request_id: str, attempt: int, region: str = "", *,
-              timeout: Optional[float] = req.UNSET) -> Renewal:
-        """Extends the booking's lease; ``applied`` false when it no longer exists."""
-        answer = self._call("Renew", "router", req.booking_ref(model, request_id, attempt, region), timeout)
+              timeout: Optional[float] = req.UNSET, via: str = "") -> Renewal:
+        """Extends the booking's lease; ``applied`` false when it no longer exists. ``via`` as :meth:`release`."""
+        answer = self._call("Renew", "router", req.booking_ref(model, request_id, attempt, region), timeout, via)
         return Renewal(bool(answer.applied), answer.lease_expires_unix_ms)
 
     def reclaim(self, model: str, request_id: str, *, isl_tokens: int = 1, scope: Scope = Scope.UNSPECIFIED,
@@ -180,7 +194,7 @@ class Router:
 class BookingBase:
     """What a booking is: the router's answer and the reference Release, MarkPrefillDone and Renew carry."""
 
-    def __init__(self, model: str, proto: router_pb2.Booking, client_replays: int = 0) -> None:
+    def __init__(self, model: str, proto: router_pb2.Booking, client_replays: int = 0, booked_via: str = "") -> None:
         #: the model booked
         self.model = model
         #: the ``kvrouter.v1.Booking`` answer
@@ -199,6 +213,9 @@ class BookingBase:
         self.lease_expires_unix_ms: int = proto.lease_expires_unix_ms
         #: how many times the client sent the Book again after its answer was lost
         self.client_replays = client_replays
+        #: the node that answered the Book (the model's owner node, ``host:port``), where Release, MarkPrefillDone
+        #: and Renew go; empty: the client's configured target
+        self.booked_via = booked_via
         self._released: Optional[bool] = None
 
     @property
@@ -235,8 +252,9 @@ class Booking(BookingBase):
     not raised, so it does not hide the exception.
     """
 
-    def __init__(self, router: Router, model: str, proto: router_pb2.Booking, client_replays: int = 0) -> None:
-        super().__init__(model, proto, client_replays)
+    def __init__(self, router: Router, model: str, proto: router_pb2.Booking, client_replays: int = 0,
+                 booked_via: str = "") -> None:
+        super().__init__(model, proto, client_replays, booked_via)
         self._router = router
         self._lock = threading.Lock()
         self._keep_alive: Optional[KeepAlive] = None
@@ -249,11 +267,12 @@ class Booking(BookingBase):
     def mark_prefill_done(self, *, timeout: Optional[float] = req.UNSET) -> bool:
         """Tells the router the prefill finished; true if the booking was live."""
         return self._router.mark_prefill_done(self.model, self.request_id, self.attempt, self.region,
-                                              timeout=timeout)
+                                              timeout=timeout, via=self.booked_via)
 
     def renew(self, *, timeout: Optional[float] = req.UNSET) -> bool:
         """Extends the lease (updating :attr:`lease_expires_unix_ms`); false if the booking no longer exists."""
-        renewal = self._router.renew(self.model, self.request_id, self.attempt, self.region, timeout=timeout)
+        renewal = self._router.renew(self.model, self.request_id, self.attempt, self.region, timeout=timeout,
+                                     via=self.booked_via)
         if renewal.applied:
             self.lease_expires_unix_ms = renewal.lease_expires_unix_ms
         return renewal.applied
@@ -276,7 +295,7 @@ class Booking(BookingBase):
             if self._keep_alive is not None:
                 self._keep_alive.stop()
             self._released = self._router.release(self.model, self.request_id, self.attempt, self.region,
-                                                  timeout=timeout)
+                                                  timeout=timeout, via=self.booked_via)
             return self._released
 
     def __enter__(self) -> "Booking":

@@ -190,6 +190,12 @@ class Selection:
         return self.proto.router_endpoint
 
     @property
+    def owner_endpoint(self) -> str:
+        """Where the node owning the model's admission actor in :attr:`region` is reached (``host:port``; empty
+        when the answering node does not know it yet): regional Books go there (``Router(owner_direct=True)``)."""
+        return self.proto.owner_endpoint
+
+    @property
     def explanation(self) -> Optional[explain_pb2.Explanation]:
         """Why this pick (only for a Select with ``explain=True``); of a pair, why its prefill half."""
         return self.proto.explanation if self.proto.HasField("explanation") else None

@@ -78,6 +78,14 @@ public final class Bench implements Runnable {
     cli.addSubcommand("regions", subcommand("Two regions of one node each in this JVM: global vs regional Select "
         + "per call (JMH), Book + Release through the cross-region proxy vs local (run alone, in its own JVM).",
         List.of(new Benchmark("regions", "", RegionsBench::run))));
+    // not in `all`: three router nodes in this JVM
+    cli.addSubcommand("owner", subcommand("One region of three nodes in this JVM: Book + Release over gRPC from a "
+        + "round-robin client, relay path vs owner-direct vs the owner alone; the front's relay vs gRPC to the owner "
+        + "(run alone, in its own JVM).", List.of(new Benchmark("owner", "", OwnerBench::runRegion))));
+    // not in `all`: two router nodes of two regions in this JVM
+    cli.addSubcommand("owner-regions", subcommand("Two regions of one node each in this JVM: global Book + Release "
+        + "over gRPC through the cross-region proxy vs sent to the other region's owner node vs local (run alone, "
+        + "in its own JVM).", List.of(new Benchmark("owner-regions", "", OwnerBench::runRegions))));
     // not in `all`: child JVMs, one per measurement
     cli.addSubcommand("common-pool", subcommand("Pekko's Java ask from chained callers with the JDK common pool at "
         + "parallelism 1 and 4, each in a child JVM (asks/s, CPU per ask, threads started).",

@@ -11,6 +11,8 @@ import io.kvrouter.api.v1.RouterClient;
 import io.kvrouter.api.v1.WorkersClient;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.ActorSystem;
@@ -28,7 +30,12 @@ final class CliSession implements AutoCloseable {
 
   private final ActorSystem system;
   private final GrpcClientSettings settings;
+  private final Duration deadline;
+  private final Security security;
+  private final String target;
   private RouterClient router;
+  /** Router clients of other nodes ({@link #router(String)}), by host:port. */
+  private final Map<String, RouterClient> routersOf = new HashMap<>();
   private WorkersClient workers;
   private AdminClient admin;
 
@@ -64,13 +71,25 @@ final class CliSession implements AutoCloseable {
   CliSession(Args.Target target, Duration deadline, Security security) {
     Config config = ConfigFactory.load("kvrouter-cli");
     this.system = ActorSystem.create("kvrouter-cli", config);
+    this.deadline = deadline;
+    this.security = security;
+    this.target = target.host() + ":" + target.port();
     try {
-      this.settings = security.applyTo(GrpcClientSettings.connectToServiceAt(target.host(), target.port(), system)
-          .withDeadline(deadline));
+      this.settings = settingsFor(target);
     } catch (RuntimeException e) {
       terminate();
       throw e;
     }
+  }
+
+  private GrpcClientSettings settingsFor(Args.Target target) {
+    return security.applyTo(GrpcClientSettings.connectToServiceAt(target.host(), target.port(), system)
+        .withDeadline(deadline));
+  }
+
+  /** The target as {@code host:port}, as an answer's endpoint names a node. */
+  String target() {
+    return target;
   }
 
   RouterClient router() {
@@ -78,6 +97,15 @@ final class CliSession implements AutoCloseable {
       router = RouterClient.create(settings, system);
     }
     return router;
+  }
+
+  /**
+   * A Router client of another node ({@code endpoint} host:port, e.g. a model's owner named in an answer), with the
+   * same deadline, TLS and token as the target's.
+   */
+  RouterClient router(String endpoint) {
+    return routersOf.computeIfAbsent(endpoint,
+        e -> RouterClient.create(settingsFor(Args.parseTarget(e)), system));
   }
 
   WorkersClient workers() {

@@ -7,6 +7,7 @@ import io.kvrouter.api.v1.Disaggregation;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.Scope;
 import io.kvrouter.api.v1.SessionMode;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
@@ -284,6 +285,13 @@ final class RouteCommands {
         description = "Request id; booking the same id again while live replays the booking.")
     String requestId;
 
+    @Option(names = "--owner-direct",
+        description = "Send the Book to the node that owns the model's admission actor: a Select on --target names "
+            + "it (owner_endpoint), the Book goes there, and to --target again (same request id, --retry + 1) when "
+            + "that node cannot be reached (UNAVAILABLE without a reason). --release-after releases where it booked. "
+            + "Off by default: one Book per invocation costs a Select more than the relay hop it saves.")
+    boolean ownerDirect;
+
     @Option(names = "--release-after",
         description = "Release the booking this call gets. With the request id of a Book whose answer was lost (its "
             + "call timed out or was cancelled just as the router answered), the Book replays that booking "
@@ -298,13 +306,13 @@ final class RouteCommands {
     @Override
     protected Function<CliSession, CompletionStage<? extends MessageOrBuilder>> prepare() {
       RouteRequest req = request();
-      if (!releaseAfter) {
-        return s -> s.router().book(req);
-      }
-      return s -> s.router().book(req).thenCompose(booking -> s.router().release(BookingRef.newBuilder()
-          .setModel(req.getModel()).setRequestId(booking.getRequestId()).setAttempt(booking.getAttempt())
-          .setRegion(booking.getRegion()).build())
-          .thenApply(released -> booking));
+      return s -> (ownerDirect ? OwnerDirect.book(s, req) : s.router().book(req)
+          .thenApply(booking -> new OwnerDirect.Booked(booking, s.router())))
+          .thenCompose(booked -> !releaseAfter ? CompletableFuture.completedFuture(booked.booking())
+              : booked.by().release(BookingRef.newBuilder().setModel(req.getModel())
+                  .setRequestId(booked.booking().getRequestId()).setAttempt(booked.booking().getAttempt())
+                  .setRegion(booked.booking().getRegion()).build())
+                  .thenApply(released -> booked.booking()));
     }
   }
 }

@@ -163,6 +163,19 @@ class CliEndToEndTest {
     assertThat(unknown.err()).contains("UNKNOWN_MODEL");
   }
 
+  /** {@code book --owner-direct}: the Select names the owner (here the one node), the Book goes there. */
+  @Test
+  void bookOwnerDirectBooksAtTheNodeTheSelectNamesAndReleasesThere() throws Exception {
+    String model = "cli-e2e-owner";
+    register(model, "o1");
+    Booking booking = json(ok("book", "--model", model, "--tokens", "1,2,3", "--request-id", "direct",
+        "--owner-direct", "--release-after"), Booking.newBuilder());
+    assertThat(booking.getSelection().getOwnerEndpoint()).isEqualTo(target);
+    assertThat(booking.getReplay()).isFalse();
+    assertThat(((ModelState) json(ok("state", "--model", model), ModelState.newBuilder())).getBookingsList())
+        .isEmpty();
+  }
+
   /**
    * A Book whose answer the client never saw (here: booked, then forgotten) is reclaimed by replaying it with the
    * same request id and releasing what comes back; a request id with no live booking is booked and freed at once.

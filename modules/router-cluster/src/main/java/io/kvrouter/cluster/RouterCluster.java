@@ -162,6 +162,22 @@ public final class RouterCluster {
     regions.advertise(endpoint);
   }
 
+  /**
+   * The gRPC endpoint of the node hosting {@code model}'s admission actor in {@code region} (this node's own when it
+   * hosts it, else what the owner's pool summaries name), or empty when unknown. One mechanism names the owner: the
+   * owner publishes its pool's summary every {@code summary-interval} with its advertised endpoint, and a new owner
+   * after a failover does so from its first summary, of a newer epoch.
+   */
+  public String ownerEndpoint(String model, String region) {
+    if (region.equals(regions.self())) {
+      ModelSlot<ModelAdmission.Command> slot = slots.find(model);
+      if (slot != null && slot.hostsAdmission()) {
+        return regions.advertised();
+      }
+    }
+    return regions.ownerEndpoint(model, region);
+  }
+
   /** The model's slot on this node (its view, for advisory Selects), or null when the node holds nothing for it. */
   public ModelSlot<ModelAdmission.Command> slot(String model) {
     return slots.find(model);

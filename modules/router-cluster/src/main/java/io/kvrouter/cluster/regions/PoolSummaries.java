@@ -105,6 +105,12 @@ public final class PoolSummaries {
     return pools == null ? List.of() : pools.byRegion.values();
   }
 
+  /** The pool of {@code model} in {@code region} as this node last heard it, or null. */
+  public PoolSummary pool(String model, String region) {
+    ModelPools pools = byModel.get(model);
+    return pools == null ? null : pools.byRegion.get(region);
+  }
+
   /**
    * The pool a global call for {@code model} goes to ({@link PoolChooser}, as of the last summary, relayed Book or
    * sweep), or null when none has workers.

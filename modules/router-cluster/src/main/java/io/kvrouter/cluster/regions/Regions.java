@@ -1,7 +1,10 @@
 package io.kvrouter.cluster.regions;
 
 import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.regions.PoolChooser;
 import io.kvrouter.core.regions.PoolSummary;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
@@ -23,14 +26,17 @@ public final class Regions {
   private final PoolPublisher publisher;
   /** This node's router endpoint(s) as its summaries carry them. */
   private final AtomicReference<List<String>> ownEndpoints;
+  /** This node's advertised gRPC endpoint (empty until the server has bound): its summaries' owner endpoint. */
+  private final AtomicReference<String> advertised;
 
   private Regions(String self, PoolSummaries pools, RegionsConfig config, PoolPublisher publisher,
-      AtomicReference<List<String>> ownEndpoints) {
+      AtomicReference<List<String>> ownEndpoints, AtomicReference<String> advertised) {
     this.self = self;
     this.pools = pools;
     this.config = config;
     this.publisher = publisher;
     this.ownEndpoints = ownEndpoints;
+    this.advertised = advertised;
   }
 
   /**
@@ -43,13 +49,19 @@ public final class Regions {
     String configured = config.endpoints().get(self);
     AtomicReference<List<String>> ownEndpoints = new AtomicReference<>(
         configured == null ? List.of() : List.of(configured));
+    AtomicReference<String> advertised = new AtomicReference<>("");
     ActorRef<Topic.Command<PoolSummaries.Published>> topic = system.systemActorOf(
         Topic.create(PoolSummaries.Published.class, PoolSummaries.TOPIC), "kvrouter-pools-topic", Props.empty());
     PoolSummaries pools = new PoolSummaries(clock, config);
     system.systemActorOf(PoolSummaries.listener(pools, topic, config.staleAfter().dividedBy(4)), "kvrouter-pools",
         Props.empty());
     return new Regions(self, pools, config,
-        new PoolPublisher(topic, self, config.summaryInterval(), ownEndpoints), ownEndpoints);
+        new PoolPublisher(topic, self, config.summaryInterval(), ownEndpoints, advertised), ownEndpoints, advertised);
+  }
+
+  /** How long a global Book waits for a region that is not its last candidate. */
+  public Duration bookAttemptTimeout() {
+    return config.bookAttemptTimeout();
   }
 
   /** How this node's admission actors publish their pools' summaries. */
@@ -63,8 +75,38 @@ public final class Regions {
    */
   public void advertise(String endpoint) {
     if (!endpoint.isEmpty()) {
+      advertised.set(endpoint);
       ownEndpoints.compareAndSet(List.of(), List.of(endpoint));
     }
+  }
+
+  /** This node's advertised gRPC endpoint, or empty before the server has bound. */
+  public String advertised() {
+    return advertised.get();
+  }
+
+  /**
+   * The gRPC endpoint of the node hosting {@code model}'s admission actor in {@code region}, as that node's last
+   * summary heard here names it (a new owner after a failover names itself with its first summary, of a newer
+   * epoch); empty when no summary of the pool was heard or its node advertised none.
+   */
+  public String ownerEndpoint(String model, String region) {
+    PoolSummary pool = pools.pool(model, region);
+    return pool == null ? "" : pool.ownerEndpoint();
+  }
+
+  /**
+   * The pools a global Book of {@code model} falls back to, best first by the global choice's order
+   * ({@link io.kvrouter.core.regions.PoolChooser}), without {@code tried}'s regions.
+   */
+  public List<PoolSummary> fallbacks(String model, Set<String> tried) {
+    List<PoolSummary> ranked = new ArrayList<>();
+    for (PoolSummary pool : PoolChooser.ranked(pools.pools(model), pools.nowMillis(), pools.staleAfterMillis())) {
+      if (!tried.contains(pool.region())) {
+        ranked.add(pool);
+      }
+    }
+    return ranked;
   }
 
   /** This node's region. */

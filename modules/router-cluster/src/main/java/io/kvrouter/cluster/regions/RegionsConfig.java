@@ -7,7 +7,7 @@ import java.util.TreeMap;
 
 /** The {@code kvrouter.regions} config block. */
 public record RegionsConfig(Duration summaryInterval, Duration staleAfter, Duration forgetAfter,
-    Map<String, String> endpoints) {
+    Duration bookAttemptTimeout, Map<String, String> endpoints) {
 
   public RegionsConfig {
     endpoints = Map.copyOf(endpoints);
@@ -19,7 +19,7 @@ public record RegionsConfig(Duration summaryInterval, Duration staleAfter, Durat
     c.getConfig("endpoints").entrySet().forEach(e -> endpoints.put(stripQuotes(e.getKey()),
         String.valueOf(e.getValue().unwrapped())));
     return new RegionsConfig(c.getDuration("summary-interval"), c.getDuration("stale-after"),
-        c.getDuration("forget-after"), endpoints);
+        c.getDuration("forget-after"), c.getDuration("book-attempt-timeout"), endpoints);
   }
 
   /** A region name with a dot or a dash is a quoted key in HOCON; entrySet keeps the quotes. */

@@ -1,6 +1,8 @@
 package io.kvrouter.core.regions;
 
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 
 /**
  * Picks the region a global call goes to: among the pools of a model, the fresh ones first, by load normalised by
@@ -26,6 +28,28 @@ public final class PoolChooser {
       }
     }
     return best;
+  }
+
+  /**
+   * Every pool with workers in the order {@link #choose} prefers them (its answer first): the order a global Book
+   * falls back in when the chosen region does not answer.
+   */
+  public static List<PoolSummary> ranked(Collection<PoolSummary> pools, long nowMillis, long staleAfterMillis) {
+    List<PoolSummary> ranked = new ArrayList<>();
+    for (PoolSummary pool : pools) {
+      if (pool.workers() > 0) {
+        ranked.add(pool);
+      }
+    }
+    ranked.sort((a, b) -> {
+      boolean aStale = a.isStale(nowMillis, staleAfterMillis);
+      boolean bStale = b.isStale(nowMillis, staleAfterMillis);
+      if (aStale != bStale) {
+        return aStale ? 1 : -1;
+      }
+      return ranksBefore(a, b) ? -1 : ranksBefore(b, a) ? 1 : 0;
+    });
+    return ranked;
   }
 
   private static boolean ranksBefore(PoolSummary a, PoolSummary b) {

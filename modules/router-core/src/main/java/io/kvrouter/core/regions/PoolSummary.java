@@ -10,11 +10,13 @@ import java.util.List;
  * {@code capacity} is in KV blocks (the sum of total_kv_blocks over the pool's ranks) and {@code load} is the KV
  * blocks its live bookings hold divided by that capacity (0 = idle, 1 = the bookings fill every rank's cache).
  * {@code heardAtMillis} is when this node heard it, on this node's clock (0 on the publishing side), so freshness
- * never compares two nodes' clocks.
+ * never compares two nodes' clocks. {@code ownerEndpoint} is the gRPC endpoint (host:port) its admission actor's node
+ * advertises, whatever the region configures for callers ({@code routerEndpoints}): the node that books without a
+ * relay; empty when that node has advertised none yet.
  */
 public record PoolSummary(String model, String region, int workers, int ranks, int inFlight, int pending,
-    long capacity, double load, int blockSize, List<String> routerEndpoints, long epoch, long sequence,
-    long heardAtMillis) {
+    long capacity, double load, int blockSize, List<String> routerEndpoints, String ownerEndpoint, long epoch,
+    long sequence, long heardAtMillis) {
 
   public PoolSummary {
     routerEndpoints = List.copyOf(routerEndpoints);
@@ -22,7 +24,7 @@ public record PoolSummary(String model, String region, int workers, int ranks, i
 
   /** The summary of {@code view} (a region's view on its admission actor's node) with {@code pending} queued Books. */
   public static PoolSummary of(String region, SelectionView view, int pending, List<String> routerEndpoints,
-      long sequence) {
+      String ownerEndpoint, long sequence) {
     long capacity = 0;
     long heldBlocks = 0;
     int inFlight = 0;
@@ -34,7 +36,8 @@ public record PoolSummary(String model, String region, int workers, int ranks, i
       inFlight += load.inFlight();
     }
     return new PoolSummary(view.model(), region, view.workers().size(), view.rankCount(), inFlight, pending,
-        capacity, normalised(heldBlocks, capacity), view.blockSize(), routerEndpoints, view.epoch(), sequence, 0);
+        capacity, normalised(heldBlocks, capacity), view.blockSize(), routerEndpoints, ownerEndpoint, view.epoch(),
+        sequence, 0);
   }
 
   /**
@@ -48,7 +51,7 @@ public record PoolSummary(String model, String region, int workers, int ranks, i
   /** This summary as heard by a node at {@code nowMillis}. */
   public PoolSummary heardAt(long nowMillis) {
     return new PoolSummary(model, region, workers, ranks, inFlight, pending, capacity, load, blockSize,
-        routerEndpoints, epoch, sequence, nowMillis);
+        routerEndpoints, ownerEndpoint, epoch, sequence, nowMillis);
   }
 
   /**
@@ -59,7 +62,8 @@ public record PoolSummary(String model, String region, int workers, int ranks, i
     long blocks = blockSize <= 0 ? 0 : ((long) islTokens + blockSize - 1) / blockSize;
     double held = capacity <= 0 ? 0 : load * capacity;
     return new PoolSummary(model, region, workers, ranks, inFlight + 1, pending, capacity,
-        normalised(held + blocks, capacity), blockSize, routerEndpoints, epoch, sequence, heardAtMillis);
+        normalised(held + blocks, capacity), blockSize, routerEndpoints, ownerEndpoint, epoch, sequence,
+        heardAtMillis);
   }
 
   /** Milliseconds since this node heard the summary. */

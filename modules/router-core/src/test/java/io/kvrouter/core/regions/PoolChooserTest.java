@@ -11,7 +11,8 @@ class PoolChooserTest {
 
   private static PoolSummary pool(String region, long capacity, long heldBlocks, long heardAt) {
     return new PoolSummary("m", region, 1, 1, (int) heldBlocks, 0, capacity,
-        PoolSummary.normalised(heldBlocks, capacity), 16, List.of(region + ":50051"), 1, 1, heardAt);
+        PoolSummary.normalised(heldBlocks, capacity), 16, List.of(region + ":50051"), "",
+        1, 1, heardAt);
   }
 
   @Test
@@ -46,7 +47,7 @@ class PoolChooserTest {
   void poolsWithoutWorkersAndMissingSummariesAreNoCandidates() {
     assertThat(PoolChooser.choose(List.of(), NOW, STALE_AFTER)).isNull();
     PoolSummary empty = new PoolSummary("m", "eu", 0, 0, 0, 0, 0, PoolSummary.normalised(0, 0), 16, List.of(),
-        1, 1, NOW);
+        "", 1, 1, NOW);
     assertThat(PoolChooser.choose(List.of(empty), NOW, STALE_AFTER)).isNull();
     PoolSummary us = pool("us", 1000, 999, NOW);
     assertThat(PoolChooser.choose(List.of(empty, us), NOW, STALE_AFTER)).isSameAs(us);

@@ -129,6 +129,14 @@ public final class ProtoMapping {
 
   /** The selection, naming where callers reach the routers of the worker's region (global calls). */
   public static Selection toProto(SelectionResult result, String routerEndpoint) {
+    return toProto(result, routerEndpoint, "");
+  }
+
+  /**
+   * The selection, naming where callers reach the routers of the worker's region (global calls) and the node that
+   * owns the model's admission actor there ({@code ownerEndpoint}, empty when unknown).
+   */
+  public static Selection toProto(SelectionResult result, String routerEndpoint, String ownerEndpoint) {
     Selection.Builder out = Selection.newBuilder();
     SelectionResult decode = result.decode();
     if (decode != null) {
@@ -157,6 +165,7 @@ public final class ProtoMapping {
         .setPolicy(result.policy())
         .setRegion(result.region())
         .setRouterEndpoint(routerEndpoint)
+        .setOwnerEndpoint(ownerEndpoint)
         .build();
   }
 
@@ -165,8 +174,14 @@ public final class ProtoMapping {
   }
 
   public static io.kvrouter.api.v1.Booking toProto(BookingAnswer answer, String routerEndpoint) {
+    return toProto(answer, routerEndpoint, "");
+  }
+
+  /** The booking, its selection naming the region's router endpoint (global calls) and the owner's endpoint. */
+  public static io.kvrouter.api.v1.Booking toProto(BookingAnswer answer, String routerEndpoint,
+      String ownerEndpoint) {
     io.kvrouter.api.v1.Booking.Builder out = io.kvrouter.api.v1.Booking.newBuilder()
-        .setSelection(toProto(answer.selection(), routerEndpoint))
+        .setSelection(toProto(answer.selection(), routerEndpoint, ownerEndpoint))
         .setRegion(answer.selection().region())
         .setRequestId(answer.requestId())
         .setAttempt(answer.attempt())

@@ -18,14 +18,21 @@ import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.cluster.models.ModelSlot;
 import io.kvrouter.cluster.regions.Regions;
 import io.kvrouter.core.admission.MutationResult;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.regions.PoolSummary;
 import io.kvrouter.core.selection.RequestLimits;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionView;
 import io.kvrouter.server.metrics.RouterMetrics;
 import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.grpc.javadsl.Metadata;
 
 /**
@@ -66,6 +73,7 @@ public final class RouterService implements RouterPowerApi {
         return CompletableFuture.completedFuture(Selection.newBuilder()
             .setRegion(remote.region())
             .setRouterEndpoint(regions.routerEndpoint(remote.region(), remote))
+            .setOwnerEndpoint(remote.ownerEndpoint())
             .build());
       }
       ModelSlot<ModelAdmission.Command> slot = cluster.slot(in.getModel());
@@ -74,8 +82,9 @@ public final class RouterService implements RouterPowerApi {
       SelectionRequest request = mapping.toSelectionRequest(in, false, view);
       requireKnownHere(in.getModel(), view);
       String endpoint = global ? regions.routerEndpoint(regions.self(), null) : "";
-      Selection answer = in.getExplain() ? explained(slot.selectExplained(view, request), endpoint)
-          : ProtoMapping.toProto(slot.select(view, request), endpoint);
+      String owner = cluster.ownerEndpoint(in.getModel(), regions.self());
+      Selection answer = in.getExplain() ? explained(slot.selectExplained(view, request), endpoint, owner)
+          : ProtoMapping.toProto(slot.select(view, request), endpoint, owner);
       metrics.selected(in.getModel(), view, start);
       return CompletableFuture.completedFuture(answer);
     } catch (RuntimeException e) {
@@ -84,8 +93,9 @@ public final class RouterService implements RouterPowerApi {
     }
   }
 
-  private static Selection explained(ModelSlot.ExplainedSelection explained, String routerEndpoint) {
-    Selection.Builder out = ProtoMapping.toProto(explained.result(), routerEndpoint).toBuilder()
+  private static Selection explained(ModelSlot.ExplainedSelection explained, String routerEndpoint,
+      String ownerEndpoint) {
+    Selection.Builder out = ProtoMapping.toProto(explained.result(), routerEndpoint, ownerEndpoint).toBuilder()
         .setExplanation(Explanations.toProto(explained.explanation()));
     if (explained.decodeExplanation() != null) {
       out.setDecodeExplanation(Explanations.toProto(explained.decodeExplanation()));
@@ -95,9 +105,12 @@ public final class RouterService implements RouterPowerApi {
 
   /**
    * Books through the admission actor of the booking's region: this node's, or for a global Book whose chosen pool
-   * is another region's, that region's (through its sharding proxy). The answer is an {@link AbandonableAnswer}: a
-   * binding that learns the call was cancelled abandons it (or cancels it), and the facade then sends CancelBook for
-   * whatever this call booked, even when the booking was already answered.
+   * is another region's, that region's (through its sharding proxy). A global Book that a region does not answer
+   * (REGION_UNREACHABLE) goes on to the next region by the global choice's order ({@link Regions#fallbacks}); every
+   * region but the last candidate gets at most {@link Regions#bookAttemptTimeout} of the call's time, and the
+   * attempt it abandons is undone there (CancelBook) like any timed-out Book. The answer is an
+   * {@link AbandonableAnswer}: a binding that learns the call was cancelled abandons it (or cancels it), and the
+   * facade then sends CancelBook for whatever this call booked, even when the booking was already answered.
    */
   @Override
   public CompletionStage<Booking> book(RouteRequest in, Metadata metadata) {
@@ -113,37 +126,125 @@ public final class RouterService implements RouterPowerApi {
       if (remote == null) {
         requireKnownHere(model, view);
       }
-      String region = remote == null ? regions.self() : remote.region();
-      BookCall booking = cluster.client(model, region).book(request, Deadlines.remaining(metadata));
-      String routerEndpoint = global ? regions.routerEndpoint(region, remote) : "";
+      Duration remaining = Deadlines.remaining(metadata);
+      GlobalBook call = new GlobalBook(in, global, start,
+          remaining == null ? -1 : start + remaining.toNanos());
+      call.attempt(remote == null ? regions.self() : remote.region(), remote, request, view);
+      return call.answer;
+    } catch (RuntimeException e) {
+      Calls.rejected(metrics, RouterMetrics.BOOK, e);
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** One Book call: its attempts, one region after another, and the answer the binding writes. */
+  private final class GlobalBook {
+    final RouteRequest in;
+    final boolean global;
+    final long startNanos;
+    /** The caller's deadline on {@link System#nanoTime}, or -1 without one. */
+    final long deadlineNanos;
+    /** The regions a global Book tried (null for a regional one: it has no other). */
+    final Set<String> tried;
+    final AtomicReference<BookCall> current = new AtomicReference<>();
+    final AbandonableAnswer<Booking> answer = new AbandonableAnswer<>(() -> current.get().abandon());
+
+    GlobalBook(RouteRequest in, boolean global, long startNanos, long deadlineNanos) {
+      this.in = in;
+      this.global = global;
+      this.startNanos = startNanos;
+      this.deadlineNanos = deadlineNanos;
+      this.tried = global ? new HashSet<>() : null;
+      answer.whenComplete((done, failure) -> {
+        if (answer.isCancelled()) {
+          current.get().abandon();
+        }
+      });
+    }
+
+    /** Books {@code request} in {@code region} ({@code pool}: its summary, null for this node's region). */
+    void attempt(String region, PoolSummary pool, SelectionRequest request, SelectionView view) {
+      String model = in.getModel();
       if (global) {
-        // this node's copy of the chosen pool counts the booking until the pool's next summary
-        booking.thenRun(() -> regions.pools().booked(model, region, request.islTokens()));
+        tried.add(region);
       }
-      AbandonableAnswer<Booking> answer = new AbandonableAnswer<>(booking::abandon);
+      List<PoolSummary> next = global ? regions.fallbacks(model, tried) : List.of();
+      BookCall booking;
+      try {
+        booking = cluster.client(model, region).book(request, attemptTime(!next.isEmpty()));
+      } catch (RoutingException e) {
+        // a region with no member left is refused before anything is sent
+        if (!next.isEmpty() && unreachable(e) && timeLeft()) {
+          fallBack(next.get(0));
+          return;
+        }
+        throw e;
+      }
+      current.set(booking);
+      if (answer.isCancelled()) {
+        booking.abandon();
+        return;
+      }
+      String routerEndpoint = global ? regions.routerEndpoint(region, pool) : "";
       booking.whenComplete((done, failure) -> {
         if (failure != null) {
+          if (!next.isEmpty() && unreachable(failure) && timeLeft()) {
+            fallBack(next.get(0));
+            return;
+          }
           Calls.rejected(metrics, RouterMetrics.BOOK, failure);
           answer.completeExceptionally(failure);
           return;
         }
         try {
-          answer.complete(ProtoMapping.toProto(done, routerEndpoint));
-          metrics.booked(model, view, start, done.queuedMicros(), done.replay(), done.policyClass());
+          if (global) {
+            // this node's copy of the booking's pool counts it until the pool's next summary
+            regions.pools().booked(model, region, request.islTokens());
+          }
+          answer.complete(ProtoMapping.toProto(done, routerEndpoint, cluster.ownerEndpoint(model, region)));
+          metrics.booked(model, view, startNanos, done.queuedMicros(), done.replay(), done.policyClass());
         } catch (RuntimeException e) {
           answer.completeExceptionally(e);
         }
       });
-      answer.whenComplete((done, failure) -> {
-        if (answer.isCancelled()) {
-          booking.abandon();
-        }
-      });
-      return answer;
-    } catch (RuntimeException e) {
-      Calls.rejected(metrics, RouterMetrics.BOOK, e);
-      return CompletableFuture.failedFuture(e);
     }
+
+    private void fallBack(PoolSummary pool) {
+      try {
+        if (pool.region().equals(regions.self())) {
+          SelectionView view = cluster.view(in.getModel());
+          SelectionRequest request = mapping.toSelectionRequest(in, true, view);
+          requireKnownHere(in.getModel(), view);
+          attempt(pool.region(), null, request, view);
+        } else {
+          attempt(pool.region(), pool, mapping.toSelectionRequest(in, true, pool.blockSize()), null);
+        }
+      } catch (RuntimeException e) {
+        Calls.rejected(metrics, RouterMetrics.BOOK, e);
+        answer.completeExceptionally(e);
+      }
+    }
+
+    /** The time an attempt may take: what the caller has left, at most the attempt timeout when others follow. */
+    private Duration attemptTime(boolean othersFollow) {
+      Duration cap = othersFollow ? regions.bookAttemptTimeout() : null;
+      if (deadlineNanos < 0) {
+        return cap;
+      }
+      Duration left = Duration.ofNanos(deadlineNanos - System.nanoTime());
+      return cap == null || left.compareTo(cap) < 0 ? left : cap;
+    }
+
+    private boolean timeLeft() {
+      return deadlineNanos < 0 || deadlineNanos - System.nanoTime() > 0;
+    }
+  }
+
+  private static boolean unreachable(Throwable failure) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    return cause instanceof RoutingException routing
+        && RoutingError.REGION_UNREACHABLE.equals(routing.error().reason());
   }
 
   /** A regional call needs workers in this region: else MODEL_NOT_IN_REGION or UNKNOWN_MODEL. */
