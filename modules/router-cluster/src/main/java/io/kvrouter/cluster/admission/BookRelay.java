@@ -1,0 +1,223 @@
+package io.kvrouter.cluster.admission;
+
+import com.typesafe.config.Config;
+import io.kvrouter.cluster.serialization.CborSerializable;
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.error.RoutingError;
+import io.kvrouter.core.selection.SelectionRequest;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
+import scala.concurrent.ExecutionContextExecutor;
+
+/**
+ * How this node sends Books to a model's admission actor on another node without an ask per Book: one long-lived
+ * reply endpoint per node (an actor whose reference Artery resolves and compresses once, unlike an ask's temporary
+ * actor) receives every relayed answer as an {@link Answer} carrying the Book's nonce, which finds its caller in the
+ * pending table. A Book's timeout is one scheduler task (the ask timeout of the caller's deadline, as for an ask);
+ * when it fires first the call fails with a {@link TimeoutException}, and {@link BookCall} undoes the Book with its
+ * CancelBook as it does for an ask.
+ *
+ * <p>Coalescing: while more than {@code coalesce-above} relayed Books of one model are unanswered, further Books of
+ * it are gathered and sent as one {@link ModelAdmission.RelayBooks} when the next answer of that model arrives (a
+ * send completed) or when {@code max-batch} are gathered; each is still answered on its own.
+ */
+public final class BookRelay {
+  /** How a Book reaches the model's actor on another node. */
+  public enum Mode {
+    /** An {@code EntityRef.ask} per Book (a temporary actor each). */
+    ASK,
+    /** Through this node's reply endpoint, correlated by nonce. */
+    REPLY_ENDPOINT;
+
+    static Mode of(String name) {
+      return switch (name) {
+        case "ask" -> ASK;
+        case "reply-endpoint" -> REPLY_ENDPOINT;
+        default -> throw new IllegalArgumentException(
+            "kvrouter.admission.relay.mode must be reply-endpoint or ask, got '" + name + "'");
+      };
+    }
+  }
+
+  /** The {@code kvrouter.admission.relay} block; {@code coalesceAbove} 0: every Book goes alone. */
+  public record Settings(Mode mode, int coalesceAbove, int maxBatch) {
+    public Settings {
+      if (coalesceAbove < 0 || maxBatch < 1) {
+        throw new IllegalArgumentException("kvrouter.admission.relay: coalesce-above must be at least 0 and "
+            + "max-batch at least 1, got " + coalesceAbove + " and " + maxBatch);
+      }
+    }
+
+    public static Settings fromConfig(Config config) {
+      Config c = config.getConfig("kvrouter.admission.relay");
+      return new Settings(Mode.of(c.getString("mode")), c.getInt("coalesce-above"), c.getInt("max-batch"));
+    }
+  }
+
+  /**
+   * A relayed Book's answer, sent by the admission actor to the relaying node's endpoint: its booking, or the error
+   * it was refused with (exactly one is set).
+   */
+  public record Answer(long nonce, BookingAnswer booked, RoutingError refused) implements CborSerializable {
+    static Answer of(long nonce, ModelAdmission.BookReply reply) {
+      return reply instanceof ModelAdmission.Booked booked
+          ? new Answer(nonce, booked.answer(), null)
+          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error());
+    }
+
+    ModelAdmission.BookReply reply() {
+      return booked != null ? new ModelAdmission.Booked(booked) : new ModelAdmission.Refused(refused);
+    }
+  }
+
+  private final Settings settings;
+  private final ActorRef<Answer> endpoint;
+  private final org.apache.pekko.actor.Scheduler scheduler;
+  private final ExecutionContextExecutor timeouts;
+  private final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<String, Channel> channels = new ConcurrentHashMap<>();
+
+  private BookRelay(Settings settings, ActorSystem<?> system) {
+    this.settings = settings;
+    this.scheduler = org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(system).scheduler();
+    this.timeouts = system.executionContext();
+    // answers are completed on the endpoint's thread: the callers' continuations run there, beside admission
+    this.endpoint = system.systemActorOf(Behaviors.receive(Answer.class).onMessage(Answer.class, answer -> {
+      answered(answer);
+      return Behaviors.same();
+    }).build(), "kvrouter-book-relay", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
+  }
+
+  /** This node's relay, or null when Books are relayed by an ask each ({@code mode = ask}). */
+  static BookRelay start(ActorSystem<?> system) {
+    Settings settings = Settings.fromConfig(system.settings().config());
+    return settings.mode() == Mode.ASK ? null : new BookRelay(settings, system);
+  }
+
+  /** Books unanswered (tests check that none is left behind). */
+  public int pending() {
+    return pending.size();
+  }
+
+  /**
+   * Sends a Book of {@code model} to its actor through {@code entity}; completes with the actor's reply, or a
+   * {@link TimeoutException} after {@code timeout}.
+   */
+  CompletionStage<ModelAdmission.BookReply> book(String model, EntityRef<ModelAdmission.Command> entity,
+      SelectionRequest request, long nonce, Duration timeout) {
+    Channel channel = channels.computeIfAbsent(model, m -> new Channel(entity));
+    ModelAdmission.RelayedBook book = new ModelAdmission.RelayedBook(request, nonce, timeout.toMillis());
+    Pending call = new Pending(channel, book);
+    if (pending.putIfAbsent(nonce, call) != null) {
+      return CompletableFuture.failedFuture(new IllegalStateException("nonce " + nonce + " is in flight already"));
+    }
+    call.timer = scheduler.scheduleOnce(scala.concurrent.duration.Duration.fromNanos(timeout.toNanos()),
+        () -> timedOut(call), timeouts);
+    channel.send(call);
+    return call;
+  }
+
+  private void answered(Answer answer) {
+    Pending call = pending.remove(answer.nonce());
+    if (call == null) {
+      return; // timed out first: BookCall has undone it
+    }
+    call.timer.cancel();
+    call.channel.done();
+    call.complete(answer.reply());
+  }
+
+  private void timedOut(Pending call) {
+    if (pending.remove(call.book.nonce(), call)) {
+      call.channel.timedOut(call);
+      call.completeExceptionally(new TimeoutException("relayed Book of '" + call.book.request().requestId()
+          + "' not answered in " + call.book.timeoutMillis() + " ms"));
+    }
+  }
+
+  /** One unanswered relayed Book. */
+  private static final class Pending extends CompletableFuture<ModelAdmission.BookReply> {
+    final Channel channel;
+    final ModelAdmission.RelayedBook book;
+    volatile Cancellable timer;
+
+    Pending(Channel channel, ModelAdmission.RelayedBook book) {
+      this.channel = channel;
+      this.book = book;
+    }
+  }
+
+  /** The relayed Books of one model: how many are unanswered, and those gathered for the next batch. */
+  private final class Channel {
+    private final EntityRef<ModelAdmission.Command> entity;
+    private int unanswered;
+    private List<Pending> gathered = new ArrayList<>();
+
+    Channel(EntityRef<ModelAdmission.Command> entity) {
+      this.entity = entity;
+    }
+
+    void send(Pending call) {
+      List<Pending> batch;
+      synchronized (this) {
+        unanswered++;
+        if (settings.coalesceAbove() == 0 || (unanswered <= settings.coalesceAbove() && gathered.isEmpty())) {
+          batch = List.of(call);
+        } else {
+          gathered.add(call);
+          batch = gathered.size() >= settings.maxBatch() ? takeGathered() : null;
+        }
+      }
+      tell(batch);
+    }
+
+    /** An answer arrived: the owner took an earlier send, so what was gathered goes now. */
+    void done() {
+      List<Pending> batch;
+      synchronized (this) {
+        unanswered--;
+        batch = gathered.isEmpty() ? null : takeGathered();
+      }
+      tell(batch);
+    }
+
+    /** A Book timed out: one still gathered is never sent (its CancelBook then finds nothing). */
+    void timedOut(Pending call) {
+      List<Pending> batch;
+      synchronized (this) {
+        unanswered--;
+        gathered.remove(call);
+        batch = gathered.isEmpty() ? null : takeGathered();
+      }
+      tell(batch);
+    }
+
+    private List<Pending> takeGathered() {
+      List<Pending> batch = gathered;
+      gathered = new ArrayList<>();
+      return batch;
+    }
+
+    private void tell(List<Pending> batch) {
+      if (batch == null) {
+        return;
+      }
+      List<ModelAdmission.RelayedBook> books = new ArrayList<>(batch.size());
+      for (Pending call : batch) {
+        books.add(call.book);
+      }
+      entity.tell(new ModelAdmission.RelayBooks(endpoint, books));
+    }
+  }
+}
