@@ -613,6 +613,88 @@ final class ClusterBench {
     report.table(table);
   }
 
+  // ------------------------------------------------------------------------------------------- relay variants
+
+  /** One configuration of the relay path measured by {@link #runRelay}: its name and the HOCON it lays over. */
+  record RelayVariant(String name, String config) {}
+
+  /** The relay paths and transport settings {@code bench cluster-relay} compares, each over the production config. */
+  static final List<RelayVariant> RELAY_VARIANTS = List.of(
+      new RelayVariant("ask per Book", "kvrouter.admission.relay.mode = ask\n"),
+      new RelayVariant("reply endpoint", "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 0 }\n"),
+      new RelayVariant("reply endpoint, coalescing above 4 (batch ≤ 64)",
+          "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 4, max-batch = 64 }\n"),
+      new RelayVariant("reply endpoint, coalescing above 16 (batch ≤ 64)",
+          "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 16, max-batch = 64 }\n"));
+
+  /**
+   * {@code bench cluster-relay}: for each {@link RelayVariant}, a fresh region of three nodes with it, Books through
+   * the owner and through a non-owner side by side (as {@link #nonOwner}), at 16 and 64 callers; a row per variant
+   * and callers, with the load average after it. The variants named by {@code kvrouter.bench.relay-variants}
+   * (comma-separated indexes) run alone.
+   */
+  static List<Path> runRelay(Path out, boolean quick) throws Exception {
+    Settings d = Settings.defaults(quick);
+    // shorter than `bench cluster`'s section: one region per variant
+    Settings s = quick ? d : new Settings(d.workers(), d.threads(), d.paceMillis(), d.rates(), d.viewChanges(),
+        d.callers(), 3, 1_000, d.maxCallsPerWindow(), 6_000, d.heldBookings(), d.loadCallers(), d.holdMillis(),
+        d.failoverMaxMillis(), d.afterRecoveryMillis());
+    List<RelayVariant> variants = RELAY_VARIANTS;
+    String only = System.getProperty("kvrouter.bench.relay-variants");
+    if (only != null && !only.isBlank()) {
+      variants = java.util.Arrays.stream(only.split(",")).map(String::trim).mapToInt(Integer::parseInt)
+          .mapToObj(RELAY_VARIANTS::get).toList();
+    }
+    ExecutorService pool = Fixtures.pool("caller", s.threads());
+    Report report = new Report("Cluster: Books through a non-owner node, per relay path and transport setting");
+    Report.Table table = new Report.Table("variant", "callers", "owner Books/s", "owner CPU µs/Book",
+        "non-owner Books/s", "non-owner CPU µs/Book", "failed owner; non-owner", "non-owner ÷ owner",
+        "target ≥ 0.5×", "range owner; non-owner", "load avg 1 min");
+    try {
+      for (RelayVariant variant : variants) {
+        try (LoopbackRegion region = LoopbackRegion.start(3, replication(true) + variant.config())) {
+          Placement model = place(region, s.workers(), 0);
+          int relay = other(region, model.owner());
+          ModelClient owner = region.node(model.owner()).cluster().client(model.model());
+          ModelClient through = region.node(relay).cluster().client(model.model());
+          for (SideBySide r : sideBySide(variant.name(), owner, owner, through, owner, s, pool)) {
+            table.row(variant.name(), r.callers(), Report.rate(r.first().callsPerSecond()),
+                Report.us(r.first().cpuNanosPerCall()), Report.rate(r.second().callsPerSecond()),
+                Report.us(r.second().cpuNanosPerCall()), r.first().failures() + "; " + r.second().failures(),
+                Report.ratio(r.ratio()), r.second().failures() > 0 ? "– (failures)" : Report.verdict(r.ratio() >= 0.5),
+                r.firstRange() + "; " + r.secondRange(), loadAverage1());
+          }
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    report.paragraph(String.format("For each variant a fresh region of three router nodes in this JVM "
+        + "(`LoopbackRegion`, replication on, the variant's HOCON over the production config), one model of %d "
+        + "workers (least_in_flight); Books alone (fresh request ids, each window's bookings released through the "
+        + "owner after it, untimed) through the owner's facade and through another node's, whose Books cross to the "
+        + "owner; after %,d ms of untimed warm-up windows through each (JIT), %d rounds of alternating %,d ms "
+        + "windows, median round, range over rounds; callers are tasks on a pool of %d threads. CPU per Book is the "
+        + "whole process's (all three nodes). Target: non-owner ≥ 0.5× the owner.", s.workers(), s.warmupMillis(),
+        s.rounds(), s.windowMillis(), s.threads()));
+    report.table(table);
+    StringBuilder configs = new StringBuilder("Variants:\n\n");
+    for (RelayVariant v : variants) {
+      configs.append("- *").append(v.name()).append("*: `").append(v.config().trim().replace("\n", "; "))
+          .append("`\n");
+    }
+    report.paragraph(configs.toString().trim());
+    return List.of(report.write(out, "cluster-relay.md"));
+  }
+
+  private static String loadAverage1() {
+    try {
+      return java.nio.file.Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+")[0];
+    } catch (java.io.IOException e) {
+      return "–";
+    }
+  }
+
   private static void replicationCost(Report report, LoopbackRegion on, Placement onModel, LoopbackRegion off,
       Placement offModel, Settings s, ExecutorService pool) {
     ModelClient withReplication = on.node(onModel.owner()).cluster().client(onModel.model());

@@ -13,7 +13,8 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Relayed Books in flight (many callers through a node that does not host the model's actor, with coalescing on)
@@ -30,9 +31,10 @@ class BookRelayFailureTest {
       pekko.cluster.failure-detector.acceptable-heartbeat-pause = 1s
       """;
 
-  @Test
-  void theOwnersShardIsHandedOffWhileRelayedBooksAreInFlight() {
-    try (TestRegion region = TestRegion.start(3, CONFIG)) {
+  @ParameterizedTest(name = "direct = {0}")
+  @ValueSource(strings = {"off", "on"})
+  void theOwnersShardIsHandedOffWhileRelayedBooksAreInFlight(String direct) {
+    try (TestRegion region = TestRegion.start(3, CONFIG + "kvrouter.admission.relay.direct = " + direct + "\n")) {
       TestRegion.Node relay = region.node(0);
       TestRegion.Node owner = region.node(2);
       ModelClient client = relayedModel(region, relay, owner, "handoff");
@@ -58,9 +60,11 @@ class BookRelayFailureTest {
     }
   }
 
-  @Test
-  void theOwnerDiesWhileRelayedBooksAreInFlight() {
-    try (TestRegion region = TestRegion.start(3, CONFIG + "kvrouter.admission.lease = 4s\n")) {
+  @ParameterizedTest(name = "direct = {0}")
+  @ValueSource(strings = {"off", "on"})
+  void theOwnerDiesWhileRelayedBooksAreInFlight(String direct) {
+    try (TestRegion region = TestRegion.start(3, CONFIG + "kvrouter.admission.lease = 4s\n"
+        + "kvrouter.admission.relay.direct = " + direct + "\n")) {
       TestRegion.Node relay = region.node(0);
       TestRegion.Node owner = region.node(2);
       ModelClient client = relayedModel(region, relay, owner, "death");

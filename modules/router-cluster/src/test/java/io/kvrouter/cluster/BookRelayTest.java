@@ -31,16 +31,20 @@ import org.junit.jupiter.api.Test;
 /**
  * Books through a node that does not host the model's actor go through that node's reply endpoint
  * ({@code kvrouter.admission.relay.mode = reply-endpoint}), correlated by nonce; with coalescing on, several in one
- * message. Every message is serialized (the test {@code application.conf}).
+ * message; with {@code direct = on}, straight to the actor once an answer named it. Every message is serialized (the
+ * test {@code application.conf}).
  */
 class BookRelayTest {
-  /** Coalescing from the third unanswered Book of a model on, at most 16 a batch. */
+  /** Coalescing from the third unanswered Book of a model on, at most 16 a batch; straight to the actor. */
   private static final String COALESCING = """
       kvrouter.admission.relay.coalesce-above = 2
       kvrouter.admission.relay.max-batch = 16
+      kvrouter.admission.relay.direct = on
       """;
   /** The size of every RelayBooks an admission actor of the region received, while recording. */
   private static final ConcurrentLinkedQueue<Integer> BATCHES = new ConcurrentLinkedQueue<>();
+  /** RelayBooks received from a relay that knew the actor (sent straight to it), while recording. */
+  private static final java.util.concurrent.atomic.AtomicInteger STRAIGHT = new java.util.concurrent.atomic.AtomicInteger();
   private static final AtomicBoolean RECORDING = new AtomicBoolean();
 
   private static TestRegion region;
@@ -63,6 +67,9 @@ class BookRelayTest {
           ModelAdmission.Command message, ReceiveTarget<ModelAdmission.Command> target) {
         if (message instanceof ModelAdmission.RelayBooks relayed && RECORDING.get()) {
           BATCHES.add(relayed.books().size());
+          if (!relayed.wantsAdmission()) {
+            STRAIGHT.incrementAndGet();
+          }
         }
         return target.apply(ctx, message);
       }
@@ -82,6 +89,10 @@ class BookRelayTest {
   @Test
   void concurrentRelayedBooksAreEachAnsweredOnceWithTheirOwnBooking() {
     ModelClient client = relayedModel("correlation");
+    // the first answer names the actor
+    BookingAnswer first = join(client.book(Requests.of(client.model(), "first", 64), null));
+    STRAIGHT.set(0);
+    RECORDING.set(true);
     int books = 400;
     List<CompletableFuture<BookingAnswer>> calls = new ArrayList<>();
     for (int i = 0; i < books; i++) {
@@ -94,12 +105,17 @@ class BookRelayTest {
       answeredAs.add(answer.requestId());
     }
     assertThat(answeredAs).hasSize(books);
+    RECORDING.set(false);
+    assertThat(STRAIGHT.get()).as("batches sent straight to the actor").isPositive();
     assertThat(region.node(0).routing().bookRelay().pending()).as("relayed Books unanswered").isZero();
 
+    answeredAs.add("first");
     ModelSnapshot booked = join(client.snapshot(null));
     assertThat(booked.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId)
         .containsExactlyInAnyOrderElementsOf(answeredAs);
-    releaseAll(client, calls.stream().map(CompletableFuture::join).toList());
+    List<BookingAnswer> answers = new ArrayList<>(calls.stream().map(CompletableFuture::join).toList());
+    answers.add(first);
+    releaseAll(client, answers);
   }
 
   @Test

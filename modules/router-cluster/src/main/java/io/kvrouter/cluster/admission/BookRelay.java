@@ -13,6 +13,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -31,6 +32,14 @@ import scala.concurrent.ExecutionContextExecutor;
  * <p>Coalescing: while more than {@code coalesce-above} relayed Books of one model are unanswered, further Books of
  * it are gathered and sent as one {@link ModelAdmission.RelayBooks} when the next answer of that model arrives (a
  * send completed) or when {@code max-batch} are gathered; each is still answered on its own.
+ *
+ * <p>Direct ({@code direct = on}): the first answer carries the admission actor's reference, and later Books go
+ * straight to it, without the sharding envelope and the hops through both shard regions. The endpoint watches it;
+ * when it stops (hand-off, rebalance, passivation, its node's death) Books go through the shard region again (which
+ * buffers them while the shard moves), and those sent straight to it and still unanswered are sent again through the
+ * region: the old actor answered everything it took before it stopped (Artery delivers its answers before the
+ * termination), so what is left never reached it, or booked without its answer going out (a second Book of the same
+ * request id is a replay of that booking).
  */
 public final class BookRelay {
   /** How a Book reaches the model's actor on another node. */
@@ -51,7 +60,7 @@ public final class BookRelay {
   }
 
   /** The {@code kvrouter.admission.relay} block; {@code coalesceAbove} 0: every Book goes alone. */
-  public record Settings(Mode mode, int coalesceAbove, int maxBatch) {
+  public record Settings(Mode mode, int coalesceAbove, int maxBatch, boolean direct) {
     public Settings {
       if (coalesceAbove < 0 || maxBatch < 1) {
         throw new IllegalArgumentException("kvrouter.admission.relay: coalesce-above must be at least 0 and "
@@ -61,19 +70,24 @@ public final class BookRelay {
 
     public static Settings fromConfig(Config config) {
       Config c = config.getConfig("kvrouter.admission.relay");
-      return new Settings(Mode.of(c.getString("mode")), c.getInt("coalesce-above"), c.getInt("max-batch"));
+      return new Settings(Mode.of(c.getString("mode")), c.getInt("coalesce-above"), c.getInt("max-batch"),
+          c.getBoolean("direct"));
     }
   }
 
+  /** What the endpoint receives. */
+  sealed interface EndpointMessage {}
+
   /**
    * A relayed Book's answer, sent by the admission actor to the relaying node's endpoint: its booking, or the error
-   * it was refused with (exactly one is set).
+   * it was refused with (exactly one is set); {@code admission}: the actor, when the Book asked for it.
    */
-  public record Answer(long nonce, BookingAnswer booked, RoutingError refused) implements CborSerializable {
-    static Answer of(long nonce, ModelAdmission.BookReply reply) {
+  public record Answer(long nonce, BookingAnswer booked, RoutingError refused,
+      ActorRef<ModelAdmission.Command> admission) implements EndpointMessage, CborSerializable {
+    static Answer of(long nonce, ModelAdmission.BookReply reply, ActorRef<ModelAdmission.Command> admission) {
       return reply instanceof ModelAdmission.Booked booked
-          ? new Answer(nonce, booked.answer(), null)
-          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error());
+          ? new Answer(nonce, booked.answer(), null, admission)
+          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error(), admission);
     }
 
     ModelAdmission.BookReply reply() {
@@ -81,7 +95,15 @@ public final class BookRelay {
     }
   }
 
+  /** Watch this admission actor, which {@code channel} now sends to. */
+  private record Watch(Channel channel, ActorRef<ModelAdmission.Command> admission)
+      implements EndpointMessage, NoSerializationVerificationNeeded {}
+
+  private record AdmissionStopped(Channel channel, ActorRef<ModelAdmission.Command> admission)
+      implements EndpointMessage, NoSerializationVerificationNeeded {}
+
   private final Settings settings;
+  private final ActorRef<EndpointMessage> endpointActor;
   private final ActorRef<Answer> endpoint;
   private final org.apache.pekko.actor.Scheduler scheduler;
   private final ExecutionContextExecutor timeouts;
@@ -93,10 +115,21 @@ public final class BookRelay {
     this.scheduler = org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(system).scheduler();
     this.timeouts = system.executionContext();
     // answers are completed on the endpoint's thread: the callers' continuations run there, beside admission
-    this.endpoint = system.systemActorOf(Behaviors.receive(Answer.class).onMessage(Answer.class, answer -> {
-      answered(answer);
-      return Behaviors.same();
-    }).build(), "kvrouter-book-relay", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
+    this.endpointActor = system.systemActorOf(Behaviors.setup(ctx -> Behaviors.receive(EndpointMessage.class)
+        .onMessage(Answer.class, answer -> {
+          answered(answer);
+          return Behaviors.same();
+        })
+        .onMessage(Watch.class, watch -> {
+          ctx.watchWith(watch.admission(), new AdmissionStopped(watch.channel(), watch.admission()));
+          return Behaviors.same();
+        })
+        .onMessage(AdmissionStopped.class, stopped -> {
+          stopped.channel().admissionStopped(stopped.admission());
+          return Behaviors.same();
+        })
+        .build()), "kvrouter-book-relay", DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER));
+    this.endpoint = endpointActor.narrow();
   }
 
   /** This node's relay, or null when Books are relayed by an ask each ({@code mode = ask}). */
@@ -134,6 +167,9 @@ public final class BookRelay {
       return; // timed out first: BookCall has undone it
     }
     call.timer.cancel();
+    if (answer.admission() != null) {
+      call.channel.sendStraightTo(answer.admission());
+    }
     call.channel.done();
     call.complete(answer.reply());
   }
@@ -151,6 +187,8 @@ public final class BookRelay {
     final Channel channel;
     final ModelAdmission.RelayedBook book;
     volatile Cancellable timer;
+    /** The admission actor it was sent straight to, or null (through the shard region); under the channel's lock. */
+    ActorRef<ModelAdmission.Command> sentTo;
 
     Pending(Channel channel, ModelAdmission.RelayedBook book) {
       this.channel = channel;
@@ -161,6 +199,8 @@ public final class BookRelay {
   /** The relayed Books of one model: how many are unanswered, and those gathered for the next batch. */
   private final class Channel {
     private final EntityRef<ModelAdmission.Command> entity;
+    /** The model's admission actor while it is known to run (direct on), else null. */
+    private ActorRef<ModelAdmission.Command> admission;
     private int unanswered;
     private List<Pending> gathered = new ArrayList<>();
 
@@ -209,15 +249,58 @@ public final class BookRelay {
       return batch;
     }
 
+    /** An answer named the admission actor: later Books go straight to it, while it runs. */
+    void sendStraightTo(ActorRef<ModelAdmission.Command> actor) {
+      synchronized (this) {
+        if (admission != null) {
+          return;
+        }
+        admission = actor;
+      }
+      endpointActor.tell(new Watch(this, actor));
+    }
+
+    /** The actor stopped: Books go through the region again, starting with those it never answered. */
+    void admissionStopped(ActorRef<ModelAdmission.Command> actor) {
+      List<ModelAdmission.RelayedBook> again = new ArrayList<>();
+      synchronized (this) {
+        if (actor.equals(admission)) {
+          admission = null;
+        }
+        for (Pending call : pending.values()) {
+          if (call.channel == this && actor.equals(call.sentTo)) {
+            call.sentTo = null;
+            again.add(call.book);
+          }
+        }
+      }
+      if (!again.isEmpty()) {
+        entity.tell(new ModelAdmission.RelayBooks(endpoint, again, false));
+      }
+    }
+
     private void tell(List<Pending> batch) {
       if (batch == null) {
         return;
       }
       List<ModelAdmission.RelayedBook> books = new ArrayList<>(batch.size());
-      for (Pending call : batch) {
-        books.add(call.book);
+      ActorRef<ModelAdmission.Command> to;
+      boolean wantsAdmission;
+      synchronized (this) {
+        to = admission;
+        // until an answer names the actor, every send asks for it (one that asked may be lost with its answers)
+        wantsAdmission = settings.direct() && to == null;
+        for (Pending call : batch) {
+          call.sentTo = to;
+          books.add(call.book);
+        }
       }
-      entity.tell(new ModelAdmission.RelayBooks(endpoint, books));
+      ModelAdmission.RelayBooks message = new ModelAdmission.RelayBooks(endpoint, books, wantsAdmission);
+      if (to != null) {
+        to.tell(message);
+      } else {
+        entity.tell(message);
+      }
     }
   }
 }

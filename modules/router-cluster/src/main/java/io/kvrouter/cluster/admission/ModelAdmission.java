@@ -91,8 +91,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   /**
    * Books relayed by another node ({@link BookRelay}): each decided as a {@link Book} would be, its answer sent to
    * {@code endpoint} as a {@link BookRelay.Answer} with its nonce. Several when the relaying node coalesced them.
+   * {@code wantsAdmission}: the answers carry this actor's reference, for the relay to send straight to it.
    */
-  public record RelayBooks(ActorRef<BookRelay.Answer> endpoint, List<RelayedBook> books) implements Command {}
+  public record RelayBooks(ActorRef<BookRelay.Answer> endpoint, List<RelayedBook> books, boolean wantsAdmission)
+      implements Command {}
 
   /** One Book of a {@link RelayBooks}; its fields as a {@link Book}'s. */
   public record RelayedBook(SelectionRequest request, long nonce, long timeoutMillis) {}
@@ -273,7 +275,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       try {
         if (book.replyTo().startsWith(RELAYED)) {
           resolver.<BookRelay.Answer>resolveActorRef(book.replyTo().substring(RELAYED.length()))
-              .tell(BookRelay.Answer.of(book.nonce(), answer));
+              .tell(BookRelay.Answer.of(book.nonce(), answer, null));
         } else {
           resolver.<BookReply>resolveActorRef(book.replyTo()).tell(answer);
         }
@@ -501,9 +503,11 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private Behavior<Command> onRelayBooks(RelayBooks m) {
     String caller = state.queueingEnabled() ? RELAYED + resolver.toSerializationFormat(m.endpoint()) : "";
+    ActorRef<Command> self = m.wantsAdmission() ? getContext().getSelf() : null;
     for (RelayedBook b : m.books()) {
       long nonce = b.nonce();
-      book(b.request(), nonce, b.timeoutMillis(), caller, reply -> m.endpoint().tell(BookRelay.Answer.of(nonce, reply)));
+      book(b.request(), nonce, b.timeoutMillis(), caller,
+          reply -> m.endpoint().tell(BookRelay.Answer.of(nonce, reply, self)));
     }
     return afterCommand();
   }
