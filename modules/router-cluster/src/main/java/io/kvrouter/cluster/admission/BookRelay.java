@@ -30,8 +30,8 @@ import scala.concurrent.ExecutionContextExecutor;
  * CancelBook as it does for an ask.
  *
  * <p>Coalescing: while more than {@code coalesce-above} relayed Books of one model are unanswered, further Books of
- * it are gathered and sent as one {@link ModelAdmission.RelayBooks} when the next answer of that model arrives (a
- * send completed) or when {@code max-batch} are gathered; each is still answered on its own.
+ * it are gathered and sent by the endpoint as one {@link ModelAdmission.RelayBooks} (at most {@code max-batch}),
+ * everything that arrived while the endpoint was busy with the previous one; each is still answered on its own.
  *
  * <p>Direct ({@code direct = on}): the first answer carries the admission actor's reference, and later Books go
  * straight to it, without the sharding envelope and the hops through both shard regions. The endpoint watches it;
@@ -102,6 +102,9 @@ public final class BookRelay {
   private record AdmissionStopped(Channel channel, ActorRef<ModelAdmission.Command> admission)
       implements EndpointMessage, NoSerializationVerificationNeeded {}
 
+  /** Send what {@code channel} gathered. */
+  private record Drain(Channel channel) implements EndpointMessage, NoSerializationVerificationNeeded {}
+
   private final Settings settings;
   private final ActorRef<EndpointMessage> endpointActor;
   private final ActorRef<Answer> endpoint;
@@ -122,6 +125,10 @@ public final class BookRelay {
         })
         .onMessage(Watch.class, watch -> {
           ctx.watchWith(watch.admission(), new AdmissionStopped(watch.channel(), watch.admission()));
+          return Behaviors.same();
+        })
+        .onMessage(Drain.class, drain -> {
+          drain.channel().drain();
           return Behaviors.same();
         })
         .onMessage(AdmissionStopped.class, stopped -> {
@@ -196,57 +203,67 @@ public final class BookRelay {
     }
   }
 
-  /** The relayed Books of one model: how many are unanswered, and those gathered for the next batch. */
+  /**
+   * The relayed Books of one model: how many are unanswered, and those gathered for the next batch. Below the
+   * threshold a Book is sent by its caller's thread at once; above it, it joins the queue, and the endpoint drains
+   * the queue into batches: what arrives while the endpoint is busy (sending the last batch, completing answers)
+   * goes in the next one, so a batch waits one hop on the endpoint, not a round trip.
+   */
   private final class Channel {
     private final EntityRef<ModelAdmission.Command> entity;
     /** The model's admission actor while it is known to run (direct on), else null. */
     private ActorRef<ModelAdmission.Command> admission;
-    private int unanswered;
-    private List<Pending> gathered = new ArrayList<>();
+    private final java.util.concurrent.atomic.AtomicInteger unanswered = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.ConcurrentLinkedQueue<Pending> gathered =
+        new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** A Drain of this channel is on its way to the endpoint. */
+    private final java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();
+    private final Drain drain = new Drain(this);
 
     Channel(EntityRef<ModelAdmission.Command> entity) {
       this.entity = entity;
     }
 
     void send(Pending call) {
-      List<Pending> batch;
-      synchronized (this) {
-        unanswered++;
-        if (settings.coalesceAbove() == 0 || (unanswered <= settings.coalesceAbove() && gathered.isEmpty())) {
-          batch = List.of(call);
-        } else {
-          gathered.add(call);
-          batch = gathered.size() >= settings.maxBatch() ? takeGathered() : null;
-        }
+      int now = unanswered.incrementAndGet();
+      if (settings.coalesceAbove() == 0 || now <= settings.coalesceAbove()) {
+        tell(List.of(call));
+        return;
       }
-      tell(batch);
+      gathered.add(call);
+      if (draining.compareAndSet(false, true)) {
+        endpointActor.tell(drain);
+      }
     }
 
-    /** An answer arrived: the owner took an earlier send, so what was gathered goes now. */
-    void done() {
-      List<Pending> batch;
-      synchronized (this) {
-        unanswered--;
-        batch = gathered.isEmpty() ? null : takeGathered();
+    /** On the endpoint: sends what was gathered, in batches of at most max-batch (a Book timed out meanwhile stays). */
+    void drain() {
+      draining.set(false);
+      List<Pending> batch = new ArrayList<>();
+      for (Pending call; (call = gathered.poll()) != null; ) {
+        if (pending.get(call.book.nonce()) != call) {
+          continue;
+        }
+        batch.add(call);
+        if (batch.size() == settings.maxBatch()) {
+          tell(batch);
+          batch = new ArrayList<>();
+        }
       }
-      tell(batch);
+      if (!batch.isEmpty()) {
+        tell(batch);
+      }
+    }
+
+    /** An answer arrived. */
+    void done() {
+      unanswered.decrementAndGet();
     }
 
     /** A Book timed out: one still gathered is never sent (its CancelBook then finds nothing). */
     void timedOut(Pending call) {
-      List<Pending> batch;
-      synchronized (this) {
-        unanswered--;
-        gathered.remove(call);
-        batch = gathered.isEmpty() ? null : takeGathered();
-      }
-      tell(batch);
-    }
-
-    private List<Pending> takeGathered() {
-      List<Pending> batch = gathered;
-      gathered = new ArrayList<>();
-      return batch;
+      unanswered.decrementAndGet();
+      gathered.remove(call);
     }
 
     /** An answer named the admission actor: later Books go straight to it, while it runs. */
