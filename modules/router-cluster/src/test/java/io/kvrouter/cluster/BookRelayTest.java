@@ -155,9 +155,12 @@ class BookRelayTest {
     releaseAll(client, answered);
   }
 
-  /** A caller's continuation runs where the answer arrived (the relay's endpoint), never on the JDK common pool. */
+  /**
+   * A caller's continuation runs where the answer arrived (the relay's endpoint; on the owner, the actor's thread),
+   * never on the JDK common pool.
+   */
   @Test
-  void relayedAnswersCompleteOnTheEndpointsThreadNotTheCommonPool() {
+  void answersCompleteWhereTheyArriveNotOnTheCommonPool() {
     ModelClient client = relayedModel("threads");
     Set<String> threads = ConcurrentHashMap.newKeySet();
     String caller = Thread.currentThread().getName();
@@ -172,6 +175,20 @@ class BookRelayTest {
     assertThat(completing).as("threads that completed a relayed Book").isNotEmpty()
         .allSatisfy(t -> assertThat(t).doesNotContain("commonPool").contains("kvrouter.admission.dispatcher"));
     releaseAll(client, answers);
+
+    // on the owner the ask goes to the actor here: its answer completes the call where the actor sent it
+    ModelClient owner = region.node(2).client(client.model());
+    Set<String> ownerThreads = ConcurrentHashMap.newKeySet();
+    List<CompletableFuture<BookingAnswer>> local = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      CompletableFuture<BookingAnswer> call = owner.book(Requests.of(client.model(), "o-" + i, 64), null);
+      call.whenComplete((a, f) -> ownerThreads.add(Thread.currentThread().getName()));
+      local.add(call);
+    }
+    List<BookingAnswer> ownerAnswers = local.stream().map(TestCluster::join).toList();
+    assertThat(ownerThreads).as("threads that completed a Book on the owner")
+        .allSatisfy(t -> assertThat(t).doesNotContain("commonPool"));
+    releaseAll(owner, ownerAnswers);
   }
 
   private static void releaseAll(ModelClient client, List<BookingAnswer> answers) {

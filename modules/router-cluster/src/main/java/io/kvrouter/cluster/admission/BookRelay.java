@@ -14,6 +14,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -110,6 +113,7 @@ public final class BookRelay {
   private final ActorRef<Answer> endpoint;
   private final org.apache.pekko.actor.Scheduler scheduler;
   private final ExecutionContextExecutor timeouts;
+  private final Cluster cluster;
   private final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<String, Channel> channels = new ConcurrentHashMap<>();
 
@@ -117,6 +121,7 @@ public final class BookRelay {
     this.settings = settings;
     this.scheduler = org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(system).scheduler();
     this.timeouts = system.executionContext();
+    this.cluster = Cluster.get(system);
     // answers are completed on the endpoint's thread: the callers' continuations run there, beside admission
     this.endpointActor = system.systemActorOf(Behaviors.setup(ctx -> Behaviors.receive(EndpointMessage.class)
         .onMessage(Answer.class, answer -> {
@@ -187,6 +192,20 @@ public final class BookRelay {
       call.completeExceptionally(new TimeoutException("relayed Book of '" + call.book.request().requestId()
           + "' not answered in " + call.book.timeoutMillis() + " ms"));
     }
+  }
+
+  /** Whether the node at {@code address} is this one, or a member neither downed, removed nor unreachable. */
+  private boolean isLiveMember(org.apache.pekko.actor.Address address) {
+    if (!address.hasGlobalScope() || address.equals(cluster.selfMember().address())) {
+      return true;
+    }
+    for (Member member : cluster.state().getMembers()) {
+      if (member.address().equals(address)) {
+        return member.status() != MemberStatus.down() && member.status() != MemberStatus.removed()
+            && !cluster.state().getUnreachable().contains(member);
+      }
+    }
+    return false;
   }
 
   /** One unanswered relayed Book. */
@@ -277,14 +296,21 @@ public final class BookRelay {
       endpointActor.tell(new Watch(this, actor));
     }
 
-    /** The actor stopped: Books go through the region again, starting with those it never answered. */
+    /**
+     * The actor stopped: Books go through the region again. While its node is still a member (a hand-off, a
+     * passivation), those it never answered are sent again there. When its node is gone (downed, removed) they are
+     * not: the next incarnation answers what the dead one left queued ({@code RECOVERING}), and a Book sent again
+     * would queue afresh for a caller already answered; a booking whose answer died with it is cancelled by the
+     * caller's timeout, as after an ask.
+     */
     void admissionStopped(ActorRef<ModelAdmission.Command> actor) {
       List<ModelAdmission.RelayedBook> again = new ArrayList<>();
+      boolean nodeLives = isLiveMember(actor.path().address());
       synchronized (this) {
         if (actor.equals(admission)) {
           admission = null;
         }
-        for (Pending call : pending.values()) {
+        for (Pending call : nodeLives ? pending.values() : List.<Pending>of()) {
           if (call.channel == this && actor.equals(call.sentTo)) {
             call.sentTo = null;
             again.add(call.book);

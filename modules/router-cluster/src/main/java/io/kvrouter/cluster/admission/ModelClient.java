@@ -255,21 +255,21 @@ public final class ModelClient {
   private <R, T> CompletionStage<T> adoptingView(CompletionStage<R> reply, Function<R, ViewState> view,
       Function<R, T> onReply) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    reply.whenComplete((r, failure) -> {
+    reply.whenCompleteAsync((r, failure) -> {
       if (failure != null) {
         result.completeExceptionally(failure);
         return;
       }
       // the call took effect whether or not the view could be adopted here (replication brings it anyway)
       CompletionStage<?> adopted = thisRegion ? replicas.adopt(view.apply(r)) : CompletableFuture.completedFuture(null);
-      adopted.whenComplete((done, ignored) -> {
+      adopted.whenCompleteAsync((done, ignored) -> {
         try {
           result.complete(onReply.apply(r));
         } catch (RuntimeException e) {
           result.completeExceptionally(e);
         }
-      });
-    });
+      }, SAME_THREAD);
+    }, SAME_THREAD);
     return result;
   }
 
