@@ -74,6 +74,10 @@ public final class Bench implements Runnable {
     cli.addSubcommand("cluster", subcommand("One region of three nodes in this JVM: view propagation, Books through a "
         + "non-owner node, replication's cost to the owner, failover (run alone, in its own JVM).",
         List.of(new Benchmark("cluster", "", ClusterBench::run))));
+    // not in `all`: a region of three router nodes in this JVM per variant
+    cli.addSubcommand("cluster-relay", subcommand("Books through a non-owner node vs the owner, one region of three "
+        + "nodes per relay path / transport setting (run alone, in its own JVM).",
+        List.of(new Benchmark("cluster-relay", "", ClusterBench::runRelay))));
     // not in `all`: two router nodes of two regions in this JVM
     cli.addSubcommand("regions", subcommand("Two regions of one node each in this JVM: global vs regional Select "
         + "per call (JMH), Book + Release through the cross-region proxy vs local (run alone, in its own JVM).",

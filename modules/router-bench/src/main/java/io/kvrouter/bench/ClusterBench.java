@@ -613,6 +613,175 @@ final class ClusterBench {
     report.table(table);
   }
 
+  // ------------------------------------------------------------------------------------------- relay variants
+
+  /** One configuration of the relay path measured by {@link #runRelay}: its name and the HOCON it lays over. */
+  record RelayVariant(String name, String config) {}
+
+  /** The relay path the transport rows of {@link #RELAY_VARIANTS} start from. */
+  private static final String TUNED_RELAY =
+      "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 4, max-batch = 64, direct = on }\n";
+
+  /** The relay paths and transport settings {@code bench cluster-relay} compares, each over the production config. */
+  static final List<RelayVariant> RELAY_VARIANTS = List.of(
+      new RelayVariant("ask per Book", "kvrouter.admission.relay.mode = ask\n"),
+      new RelayVariant("reply endpoint", "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 0 }\n"),
+      new RelayVariant("reply endpoint, coalescing above 4 (batch ≤ 64)",
+          "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 4, max-batch = 64 }\n"),
+      new RelayVariant("reply endpoint, coalescing above 16 (batch ≤ 64)",
+          "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 16, max-batch = 64 }\n"),
+      new RelayVariant("reply endpoint, direct",
+          "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 0, direct = on }\n"),
+      new RelayVariant("reply endpoint, direct, coalescing above 4 (batch ≤ 64)",
+          "kvrouter.admission.relay { mode = reply-endpoint, coalesce-above = 4, max-batch = 64, direct = on }\n"),
+      // transport settings, each alone over the relay path above
+      new RelayVariant("… + Artery inbound-lanes = 1", TUNED_RELAY + "pekko.remote.artery.advanced.inbound-lanes = 1\n"),
+      new RelayVariant("… + default-remote-dispatcher 1 thread", TUNED_RELAY
+          + "pekko.remote.default-remote-dispatcher.fork-join-executor { parallelism-min = 1, parallelism-max = 1 }\n"),
+      new RelayVariant("… + default-dispatcher 2 threads", TUNED_RELAY
+          + "pekko.actor.default-dispatcher.fork-join-executor { parallelism-min = 2, parallelism-max = 2 }\n"),
+      new RelayVariant("… + internal-dispatcher 2 threads", TUNED_RELAY
+          + "pekko.actor.internal-dispatcher.fork-join-executor { parallelism-min = 2, parallelism-max = 2 }\n"),
+      new RelayVariant("… + sharding and remoting on the internal dispatcher", TUNED_RELAY
+          + "pekko.remote.artery.advanced.use-dispatcher = pekko.actor.internal-dispatcher\n"),
+      new RelayVariant("… + Artery TCP coalesce-writes 30", TUNED_RELAY
+          + "pekko.stream.materializer.io.tcp.coalesce-writes = 30\n"));
+
+
+  /**
+   * {@code bench cluster-relay}: for each {@link RelayVariant}, a fresh region of three nodes with it, Books through
+   * the owner and through a non-owner side by side (as {@link #nonOwner}), at 16 and 64 callers; a row per variant
+   * and callers, with the load average after it. The variants named by {@code kvrouter.bench.relay-variants}
+   * (comma-separated indexes) run alone.
+   */
+  static List<Path> runRelay(Path out, boolean quick) throws Exception {
+    Settings d = Settings.defaults(quick);
+    // shorter than `bench cluster`'s section: one region per variant
+    Settings s = quick ? d : new Settings(d.workers(), d.threads(), d.paceMillis(), d.rates(), d.viewChanges(),
+        d.callers(), 3, 1_000, d.maxCallsPerWindow(), 6_000, d.heldBookings(), d.loadCallers(), d.holdMillis(),
+        d.failoverMaxMillis(), d.afterRecoveryMillis());
+    List<RelayVariant> variants = RELAY_VARIANTS;
+    String only = System.getProperty("kvrouter.bench.relay-variants");
+    if (only != null && !only.isBlank()) {
+      variants = java.util.Arrays.stream(only.split(",")).map(String::trim).mapToInt(Integer::parseInt)
+          .mapToObj(RELAY_VARIANTS::get).toList();
+    }
+    ExecutorService pool = Fixtures.pool("caller", s.threads());
+    Report report = new Report("Cluster: Books through a non-owner node, per relay path and transport setting");
+    Report.Table table = new Report.Table("variant", "callers", "owner Books/s", "owner CPU µs/Book",
+        "non-owner Books/s", "non-owner CPU µs/Book", "failed owner; non-owner", "non-owner ÷ owner",
+        "target ≥ 0.5×", "range owner; non-owner", "load avg 1 min");
+    try {
+      for (RelayVariant variant : variants) {
+        try (LoopbackRegion region = LoopbackRegion.start(3, replication(true) + variant.config())) {
+          if (variant == variants.get(0)) {
+            serializationCost(report, region, place(region, "bench/serialization", s.workers(), 0), quick);
+          }
+          Placement model = place(region, s.workers(), 0);
+          int relay = other(region, model.owner());
+          ModelClient owner = region.node(model.owner()).cluster().client(model.model());
+          ModelClient through = region.node(relay).cluster().client(model.model());
+          for (SideBySide r : sideBySide(variant.name(), owner, owner, through, owner, s, pool)) {
+            table.row(variant.name(), r.callers(), Report.rate(r.first().callsPerSecond()),
+                Report.us(r.first().cpuNanosPerCall()), Report.rate(r.second().callsPerSecond()),
+                Report.us(r.second().cpuNanosPerCall()), r.first().failures() + "; " + r.second().failures(),
+                Report.ratio(r.ratio()), r.second().failures() > 0 ? "– (failures)" : Report.verdict(r.ratio() >= 0.5),
+                r.firstRange() + "; " + r.secondRange(), loadAverage1());
+          }
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    report.heading("Books through the owner and through a non-owner");
+    report.paragraph(String.format("For each variant a fresh region of three router nodes in this JVM "
+        + "(`LoopbackRegion`, replication on, the variant's HOCON over the production config), one model of %d "
+        + "workers (least_in_flight); Books alone (fresh request ids, each window's bookings released through the "
+        + "owner after it, untimed) through the owner's facade and through another node's, whose Books cross to the "
+        + "owner; after %,d ms of untimed warm-up windows through each (JIT), %d rounds of alternating %,d ms "
+        + "windows, median round, range over rounds; callers are tasks on a pool of %d threads. CPU per Book is the "
+        + "whole process's (all three nodes). Target: non-owner ≥ 0.5× the owner.", s.workers(), s.warmupMillis(),
+        s.rounds(), s.windowMillis(), s.threads()));
+    report.table(table);
+    StringBuilder configs = new StringBuilder("Variants:\n\n");
+    for (RelayVariant v : variants) {
+      configs.append("- *").append(v.name()).append("*: `").append(v.config().trim().replace("\n", "; "))
+          .append("`\n");
+    }
+    report.paragraph(configs.toString().trim());
+    return List.of(report.write(out, "cluster-relay.md"));
+  }
+
+  /**
+   * The hot messages of a relayed Book as the region's serializers encode them (what crosses Artery for each Book on
+   * each path): bytes, and CPU per encode + decode (one thread, after a warm-up).
+   */
+  private static void serializationCost(Report report, LoopbackRegion region, Placement model, boolean quick) {
+    org.apache.pekko.actor.ActorSystem system = org.apache.pekko.actor.typed.javadsl.Adapter.toClassic(
+        region.node(0).system());
+    org.apache.pekko.serialization.Serialization serialization =
+        org.apache.pekko.serialization.SerializationExtension.get(system);
+    ModelClient client = region.node(model.owner()).cluster().client(model.model());
+    io.kvrouter.core.selection.SelectionRequest request = Requests.of(model.model(), "serialized", 512);
+    BookingAnswer answer = BenchCluster.join(client.book(request, CALL));
+    BenchCluster.join(client.release(answer.requestId(), answer.attempt(), CALL));
+    org.apache.pekko.actor.typed.ActorRef<Object> ref = org.apache.pekko.actor.typed.javadsl.Adapter.toTyped(
+        system.deadLetters());
+    long nonce = 0x5eed_cafe_f00dL;
+    io.kvrouter.cluster.admission.ModelAdmission.Book book = new io.kvrouter.cluster.admission.ModelAdmission.Book(
+        request, nonce, 2_000, ref.unsafeUpcast());
+    Map<String, Object> messages = new java.util.LinkedHashMap<>();
+    messages.put("ask: ShardingEnvelope(Book)", new org.apache.pekko.cluster.sharding.typed.ShardingEnvelope<>(
+        model.model(), book));
+    messages.put("ask: Booked", new io.kvrouter.cluster.admission.ModelAdmission.Booked(answer));
+    messages.put("relay: ShardingEnvelope(RelayBooks of 1)",
+        new org.apache.pekko.cluster.sharding.typed.ShardingEnvelope<>(model.model(), relayBooks(request, nonce, ref, 1)));
+    messages.put("relay direct: RelayBooks of 1", relayBooks(request, nonce, ref, 1));
+    messages.put("relay direct: RelayBooks of 16", relayBooks(request, nonce, ref, 16));
+    messages.put("relay: Answer", new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null, null));
+    int iterations = quick ? 2_000 : 50_000;
+    Report.Table table = new Report.Table("message", "serializer", "bytes", "CPU µs per encode + decode");
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    for (Map.Entry<String, Object> e : messages.entrySet()) {
+      Object message = e.getValue();
+      org.apache.pekko.serialization.Serializer serializer = serialization.findSerializerFor(message);
+      String manifest = org.apache.pekko.serialization.Serializers.manifestFor(serializer, message);
+      byte[] bytes = serialization.serialize(message).get();
+      for (int i = 0; i < iterations / 5; i++) { // warm-up (JIT)
+        serialization.deserialize(serialization.serialize(message).get(), serializer.identifier(), manifest).get();
+      }
+      long cpu0 = threads.getCurrentThreadCpuTime();
+      for (int i = 0; i < iterations; i++) {
+        serialization.deserialize(serialization.serialize(message).get(), serializer.identifier(), manifest).get();
+      }
+      long cpu = threads.getCurrentThreadCpuTime() - cpu0;
+      table.row(e.getKey(), serializer.getClass().getSimpleName(), bytes.length, Report.us((double) cpu / iterations));
+    }
+    report.heading("Serialization of the hot messages");
+    report.paragraph(String.format("Each message serialized and deserialized %,d times on one thread by the "
+        + "serializer the region binds it to (after %,d untimed round trips); a realistic Book of 512 tokens and "
+        + "its answer from the bench model.", iterations, iterations / 5));
+    report.table(table);
+  }
+
+  private static io.kvrouter.cluster.admission.ModelAdmission.RelayBooks relayBooks(
+      io.kvrouter.core.selection.SelectionRequest request, long nonce, org.apache.pekko.actor.typed.ActorRef<Object> ref,
+      int books) {
+    List<io.kvrouter.cluster.admission.ModelAdmission.RelayedBook> list = new ArrayList<>();
+    for (int i = 0; i < books; i++) {
+      list.add(new io.kvrouter.cluster.admission.ModelAdmission.RelayedBook(request, nonce + i, 2_000));
+    }
+    return new io.kvrouter.cluster.admission.ModelAdmission.RelayBooks(ref.unsafeUpcast(), list, false);
+  }
+
+  private static String loadAverage1() {
+    try {
+      return java.nio.file.Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+")[0];
+    } catch (java.io.IOException e) {
+      return "–";
+    }
+  }
+
   private static void replicationCost(Report report, LoopbackRegion on, Placement onModel, LoopbackRegion off,
       Placement offModel, Settings s, ExecutorService pool) {
     ModelClient withReplication = on.node(onModel.owner()).cluster().client(onModel.model());

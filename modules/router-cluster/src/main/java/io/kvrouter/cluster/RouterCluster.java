@@ -178,6 +178,11 @@ public final class RouterCluster {
     return regions.ownerEndpoint(model, region);
   }
 
+  /** How this node relays Books to admission actors on its region's other nodes; null when by an ask each. */
+  public io.kvrouter.cluster.admission.BookRelay bookRelay() {
+    return entities.relay();
+  }
+
   /** The model's slot on this node (its view, for advisory Selects), or null when the node holds nothing for it. */
   public ModelSlot<ModelAdmission.Command> slot(String model) {
     return slots.find(model);
@@ -200,7 +205,7 @@ public final class RouterCluster {
   /** The booking facade of the model in this node's region. */
   public ModelClient client(String model) {
     return new ModelClient(model, regions.self(), entities.local(model), slots.find(model), system.scheduler(),
-        config, replicas, selfAddress, regions.self());
+        config, replicas, selfAddress, regions.self(), entities.relay());
   }
 
   /**
@@ -212,7 +217,7 @@ public final class RouterCluster {
       return client(model);
     }
     return new ModelClient(model, region, entities.in(model, region), null, system.scheduler(), config, replicas,
-        selfAddress, regions.self());
+        selfAddress, regions.self(), null);
   }
 
   /** Models with at least one registered worker, as this node sees them. */

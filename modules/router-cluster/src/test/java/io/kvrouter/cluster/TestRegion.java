@@ -67,17 +67,25 @@ final class TestRegion implements AutoCloseable {
 
   private final Config config;
   private final Clock clock;
+  private final RouterCluster.AdmissionDecorator decorator;
   private final List<Node> nodes = new ArrayList<>();
 
-  private TestRegion(Config config, Clock clock) {
+  private TestRegion(Config config, Clock clock, RouterCluster.AdmissionDecorator decorator) {
     this.config = config;
     this.clock = clock;
+    this.decorator = decorator;
   }
 
   /** {@code count} nodes, all Up; {@code config} is laid over the test defaults on every node. */
   static TestRegion start(int count, String config) {
+    return start(count, config, RouterCluster.AdmissionDecorator.NONE);
+  }
+
+  /** As {@link #start(int, String)}, every admission actor of every node wrapped by {@code decorator}. */
+  static TestRegion start(int count, String config, RouterCluster.AdmissionDecorator decorator) {
     TestRegion region = new TestRegion(ConfigFactory.parseString(config)
-        .withFallback(ConfigFactory.parseString(REGION_CONFIG)).withFallback(ConfigFactory.load()), Clock.SYSTEM);
+        .withFallback(ConfigFactory.parseString(REGION_CONFIG)).withFallback(ConfigFactory.load()), Clock.SYSTEM,
+        decorator);
     try {
       for (int i = 0; i < count; i++) {
         region.join();
@@ -104,7 +112,7 @@ final class TestRegion implements AutoCloseable {
     Cluster cluster = Cluster.get(kit.system());
     Address seed = nodes.isEmpty() ? cluster.selfMember().address() : live().get(0).address();
     cluster.manager().tell(Join.create(seed));
-    Node node = new Node(kit, RouterCluster.init(kit.system(), nodeClock));
+    Node node = new Node(kit, RouterCluster.init(kit.system(), nodeClock, decorator));
     nodes.add(node);
     awaitMembership();
     return node;
@@ -128,6 +136,21 @@ final class TestRegion implements AutoCloseable {
     ActorTestKit.shutdown(victim.kit().system(), MEMBERSHIP);
     Node survivor = live().get(0);
     Cluster.get(survivor.kit().system()).manager().tell(new Down(address));
+    awaitMembership();
+  }
+
+  /**
+   * {@code leaver} leaves the cluster gracefully (its shards are handed off to the others, their regions buffering
+   * commands meanwhile); returns once every other node has removed it and its system has terminated.
+   */
+  void leave(Node leaver) {
+    Address address = leaver.address();
+    Cluster.get(leaver.kit().system()).manager().tell(new org.apache.pekko.cluster.typed.Leave(address));
+    List<Node> others = live().stream().filter(n -> n != leaver).toList();
+    await().atMost(MEMBERSHIP).until(() -> others.stream().allMatch(node -> StreamSupport.stream(
+        Cluster.get(node.kit().system()).state().getMembers().spliterator(), false)
+        .noneMatch(m -> m.address().equals(address))));
+    ActorTestKit.shutdown(leaver.kit().system(), MEMBERSHIP);
     awaitMembership();
   }
 

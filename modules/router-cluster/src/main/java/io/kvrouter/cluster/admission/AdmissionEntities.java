@@ -22,13 +22,15 @@ public final class AdmissionEntities {
   private final ClusterSharding sharding;
   private final Cluster cluster;
   private final String self;
+  private final BookRelay relay;
   /** The regions whose sharding proxy runs on this node. */
   private final ConcurrentHashMap<String, Boolean> proxies = new ConcurrentHashMap<>();
 
-  private AdmissionEntities(ClusterSharding sharding, Cluster cluster, String self) {
+  private AdmissionEntities(ClusterSharding sharding, Cluster cluster, String self, BookRelay relay) {
     this.sharding = sharding;
     this.cluster = cluster;
     this.self = self;
+    this.relay = relay;
   }
 
   /**
@@ -44,7 +46,12 @@ public final class AdmissionEntities {
         .withSettings(ClusterShardingSettings.create(system).withNoPassivationStrategy())
         .withStopMessage(ModelAdmission.Stop.INSTANCE)
         .withEntityProps(DispatcherSelector.fromConfig(AdmissionConfig.DISPATCHER)));
-    return new AdmissionEntities(sharding, cluster, cluster.selfMember().dataCenter());
+    return new AdmissionEntities(sharding, cluster, cluster.selfMember().dataCenter(), BookRelay.start(system));
+  }
+
+  /** How this node relays Books to actors on its region's other nodes; null: an ask each. */
+  public BookRelay relay() {
+    return relay;
   }
 
   /** This node's region. */

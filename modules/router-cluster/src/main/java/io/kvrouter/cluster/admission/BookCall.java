@@ -17,6 +17,7 @@ import java.util.function.UnaryOperator;
  * time, undoes what the Book made (its queue entry or its booking) with a CancelBook carrying its nonce.
  */
 public final class BookCall extends CompletableFuture<BookingAnswer> {
+  private static final java.util.concurrent.Executor SAME_THREAD = Runnable::run;
   private final Runnable cancelBook;
 
   private BookCall(Runnable cancelBook) {
@@ -54,7 +55,9 @@ public final class BookCall extends CompletableFuture<BookingAnswer> {
     }
     long nonce = ThreadLocalRandom.current().nextLong();
     BookCall call = new BookCall(() -> tell.accept(new ModelAdmission.CancelBook(request.requestId(), nonce)));
-    ask.apply(nonce, config.askTimeout(remaining)).whenComplete((reply, failure) -> {
+    // explicitly on the completing thread: Pekko's ask returns Scala's CompletionStage, whose plain whenComplete runs
+    // on the JDK common pool
+    ask.apply(nonce, config.askTimeout(remaining)).whenCompleteAsync((reply, failure) -> {
       if (failure != null) {
         call.cancelBook.run();
         call.completeExceptionally(onFailure.apply(failure));
@@ -64,7 +67,7 @@ public final class BookCall extends CompletableFuture<BookingAnswer> {
         // the caller cancelled while the ask was in flight: undo the booking made for it
         call.cancelBook.run();
       }
-    });
+    }, SAME_THREAD);
     return call;
   }
 

@@ -88,6 +88,17 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   public record CancelBook(String requestId, long nonce) implements Command {}
 
+  /**
+   * Books relayed by another node ({@link BookRelay}): each decided as a {@link Book} would be, its answer sent to
+   * {@code endpoint} as a {@link BookRelay.Answer} with its nonce. Several when the relaying node coalesced them.
+   * {@code wantsAdmission}: the answers carry this actor's reference, for the relay to send straight to it.
+   */
+  public record RelayBooks(ActorRef<BookRelay.Answer> endpoint, List<RelayedBook> books, boolean wantsAdmission)
+      implements Command {}
+
+  /** One Book of a {@link RelayBooks}; its fields as a {@link Book}'s. */
+  public record RelayedBook(SelectionRequest request, long nonce, long timeoutMillis) {}
+
   public record Release(String requestId, long attempt, ActorRef<MutationReply> replyTo) implements Command {}
 
   public record MarkPrefillDone(String requestId, long attempt, ActorRef<MutationReply> replyTo)
@@ -180,10 +191,16 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private static final Object RESEND_TIMER = "resend";
   /** Commands that arrive while the actor recovers wait here; beyond it they are dropped (their asks time out). */
   static final int STASH_CAPACITY = 10_000;
+  /**
+   * A queued relayed Book's reply address, as its copies carry it: the relaying node's endpoint, which needs the
+   * nonce with the answer (a plain Book's address is its caller's own reply-to).
+   */
+  private static final String RELAYED = "relayed:";
 
   private final AdmissionState state;
   private final ModelSlot<Command> slot;
-  private final Map<Long, ActorRef<BookReply>> queued = new HashMap<>();
+  /** Where each queued Book's answer goes, by nonce. */
+  private final Map<Long, java.util.function.Consumer<BookReply>> queued = new HashMap<>();
   private final ActorRefResolver resolver;
   private final ActorRef<ClusterSharding.ShardCommand> shard;
   private final Environment env;
@@ -256,7 +273,12 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         continue;
       }
       try {
-        resolver.<BookReply>resolveActorRef(book.replyTo()).tell(answer);
+        if (book.replyTo().startsWith(RELAYED)) {
+          resolver.<BookRelay.Answer>resolveActorRef(book.replyTo().substring(RELAYED.length()))
+              .tell(BookRelay.Answer.of(book.nonce(), answer, null));
+        } else {
+          resolver.<BookReply>resolveActorRef(book.replyTo()).tell(answer);
+        }
         answered++;
       } catch (RuntimeException unresolvable) {
         // an address of a node that no longer exists resolves to nothing that could wait for the answer
@@ -274,6 +296,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(ReportLoad.class, this::onReportLoad)
         .onMessage(SetPolicy.class, this::onSetPolicy)
         .onMessage(Book.class, this::onBook)
+        .onMessage(RelayBooks.class, this::onRelayBooks)
         .onMessage(CancelBook.class, this::onCancelBook)
         .onMessage(Release.class, m -> replyReplicated(m.replyTo(),
             new MutationReply(state.release(m.requestId(), m.attempt()))))
@@ -331,7 +354,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /** As {@link #reply}, the answer sent once a majority of the region holds what it acknowledges. */
   private <T> Behavior<Command> replyReplicated(ActorRef<T> replyTo, T value) {
-    answerReplicated(replyTo, value);
+    answerReplicated(() -> replyTo.tell(value));
     return afterCommand();
   }
 
@@ -340,12 +363,12 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
    * else holds it for {@link #releaseHeld} and makes sure a flush carries the change soon: at once when no earlier
    * delta awaits its acknowledgements, else when they come (so under load one flush carries many answers' changes).
    */
-  private <T> void answerReplicated(ActorRef<T> replyTo, T value) {
+  private void answerReplicated(Runnable send) {
     if (peersToWaitFor() == 0) {
-      replyTo.tell(value);
+      send.run();
       return;
     }
-    held.hold(() -> replyTo.tell(value));
+    held.hold(send);
     requestFlushIfIdle();
   }
 
@@ -472,23 +495,39 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   }
 
   private Behavior<Command> onBook(Book m) {
-    long deadline = m.timeoutMillis() > 0 ? env.clock().millis() + m.timeoutMillis() : 0;
     // the reply address travels with a queued Book's copies; without queueing no Book waits, so none is made
     String caller = state.queueingEnabled() ? resolver.toSerializationFormat(m.replyTo()) : "";
-    BookOutcome outcome = state.book(m.request(), m.nonce(), deadline, caller);
-    if (outcome instanceof BookOutcome.Queued) {
-      queued.put(m.nonce(), m.replyTo());
-      return afterCommand();
-    }
-    return answer(m.replyTo(), outcome);
+    book(m.request(), m.nonce(), m.timeoutMillis(), caller, m.replyTo()::tell);
+    return afterCommand();
   }
 
-  /** A booking's answer once a majority holds it; a refusal changed nothing and goes at once. */
-  private Behavior<Command> answer(ActorRef<BookReply> replyTo, BookOutcome outcome) {
-    if (outcome instanceof BookOutcome.Booked) {
-      return replyReplicated(replyTo, toReply(outcome));
+  private Behavior<Command> onRelayBooks(RelayBooks m) {
+    String caller = state.queueingEnabled() ? RELAYED + resolver.toSerializationFormat(m.endpoint()) : "";
+    ActorRef<Command> self = m.wantsAdmission() ? getContext().getSelf() : null;
+    for (RelayedBook b : m.books()) {
+      long nonce = b.nonce();
+      book(b.request(), nonce, b.timeoutMillis(), caller,
+          reply -> m.endpoint().tell(BookRelay.Answer.of(nonce, reply, self)));
     }
-    return reply(replyTo, toReply(outcome));
+    return afterCommand();
+  }
+
+  /**
+   * Decides a Book: a booking is answered once a majority holds it, a refusal (which changed nothing) at once, a
+   * queued Book when the state decides it.
+   */
+  private void book(SelectionRequest request, long nonce, long timeoutMillis, String caller,
+      java.util.function.Consumer<BookReply> replyTo) {
+    long deadline = timeoutMillis > 0 ? env.clock().millis() + timeoutMillis : 0;
+    BookOutcome outcome = state.book(request, nonce, deadline, caller);
+    if (outcome instanceof BookOutcome.Queued) {
+      queued.put(nonce, replyTo);
+    } else if (outcome instanceof BookOutcome.Booked) {
+      BookReply reply = toReply(outcome);
+      answerReplicated(() -> replyTo.accept(reply));
+    } else {
+      replyTo.accept(toReply(outcome));
+    }
   }
 
   private Behavior<Command> onCancelBook(CancelBook m) {
@@ -544,12 +583,13 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   /** Answers queued Books that the last command decided. */
   private void answerCompletions() {
     for (Completion completion : state.drainCompletions()) {
-      ActorRef<BookReply> replyTo = queued.remove(completion.nonce());
+      java.util.function.Consumer<BookReply> replyTo = queued.remove(completion.nonce());
       if (replyTo != null) {
+        BookReply reply = toReply(completion.outcome());
         if (completion.outcome() instanceof BookOutcome.Booked) {
-          answerReplicated(replyTo, toReply(completion.outcome()));
+          answerReplicated(() -> replyTo.accept(reply));
         } else {
-          replyTo.tell(toReply(completion.outcome()));
+          replyTo.accept(reply);
         }
       }
     }

@@ -64,10 +64,12 @@ public final class ModelClient {
   /** This node's address and region, as {@link #state} and {@link #explainRecent} report them. */
   private final String selfAddress;
   private final String selfRegion;
+  /** How a Book reaches the actor on another node of this region: null, an ask each ({@link BookRelay}). */
+  private final BookRelay relay;
 
   public ModelClient(String model, String region, EntityRef<ModelAdmission.Command> entity,
       ModelSlot<ModelAdmission.Command> slot, Scheduler scheduler, AdmissionConfig config, ReplicaClient replicas,
-      String selfAddress, String selfRegion) {
+      String selfAddress, String selfRegion, BookRelay relay) {
     this.model = model;
     this.region = region;
     this.thisRegion = region.equals(selfRegion);
@@ -78,6 +80,7 @@ public final class ModelClient {
     this.replicas = replicas;
     this.selfAddress = selfAddress;
     this.selfRegion = selfRegion;
+    this.relay = thisRegion ? relay : null;
   }
 
   public String model() {
@@ -129,10 +132,16 @@ public final class ModelClient {
     if (!isKnown()) {
       return BookCall.failed(RoutingError.unknownModel(model).toException());
     }
-    return BookCall.start(request, remaining, config, this::tell,
-        (nonce, timeout) -> this.<ModelAdmission.BookReply>send(
-            replyTo -> new ModelAdmission.Book(request, nonce, timeout.toMillis(), replyTo), timeout),
+    return BookCall.start(request, remaining, config, this::tell, (nonce, timeout) -> sendBook(request, nonce, timeout),
         failure -> mapFailure(failure, remaining), this::applied);
+  }
+
+  /** A Book to the actor here, else through this node's relay when it has one, else by an ask through the region. */
+  private CompletionStage<ModelAdmission.BookReply> sendBook(SelectionRequest request, long nonce, Duration timeout) {
+    if (relay != null && (slot == null || slot.localAdmission() == null)) {
+      return relay.book(model, entity, request, nonce, timeout);
+    }
+    return send(replyTo -> new ModelAdmission.Book(request, nonce, timeout.toMillis(), replyTo), timeout);
   }
 
   public CompletionStage<MutationResult> release(String requestId, long attempt, Duration remaining) {
@@ -246,21 +255,21 @@ public final class ModelClient {
   private <R, T> CompletionStage<T> adoptingView(CompletionStage<R> reply, Function<R, ViewState> view,
       Function<R, T> onReply) {
     CompletableFuture<T> result = new CompletableFuture<>();
-    reply.whenComplete((r, failure) -> {
+    reply.whenCompleteAsync((r, failure) -> {
       if (failure != null) {
         result.completeExceptionally(failure);
         return;
       }
       // the call took effect whether or not the view could be adopted here (replication brings it anyway)
       CompletionStage<?> adopted = thisRegion ? replicas.adopt(view.apply(r)) : CompletableFuture.completedFuture(null);
-      adopted.whenComplete((done, ignored) -> {
+      adopted.whenCompleteAsync((done, ignored) -> {
         try {
           result.complete(onReply.apply(r));
         } catch (RuntimeException e) {
           result.completeExceptionally(e);
         }
-      });
-    });
+      }, SAME_THREAD);
+    }, SAME_THREAD);
     return result;
   }
 

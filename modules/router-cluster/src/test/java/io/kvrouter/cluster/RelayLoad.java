@@ -1,0 +1,97 @@
+package io.kvrouter.cluster;
+
+import static org.awaitility.Awaitility.await;
+
+import io.kvrouter.cluster.admission.ModelClient;
+import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.error.RoutingException;
+import io.kvrouter.core.testkit.Requests;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Chains of Books through one node's facade, {@code callers} at a time (each of a fresh request id, the next sent
+ * when the last completes) until {@link #stop}: what each call completed with, recorded once per call.
+ */
+final class RelayLoad implements AutoCloseable {
+  private final ModelClient client;
+  private final String prefix;
+  private final Duration deadline;
+  private final ExecutorService next = Executors.newFixedThreadPool(2);
+  private final AtomicBoolean stopping = new AtomicBoolean();
+  private final AtomicInteger ids = new AtomicInteger();
+  private final AtomicInteger inFlight = new AtomicInteger();
+  final AtomicInteger issued = new AtomicInteger();
+  /** Each answered call's booking, by request id (a second completion of one call would show up in {@link #twice}). */
+  final Map<String, BookingAnswer> booked = new ConcurrentHashMap<>();
+  final ConcurrentLinkedQueue<RoutingException> refused = new ConcurrentLinkedQueue<>();
+  /** Completions that were neither a booking nor a routing error. */
+  final ConcurrentLinkedQueue<Throwable> unclear = new ConcurrentLinkedQueue<>();
+  /** Calls completed more than once, or answered with another call's booking. */
+  final ConcurrentLinkedQueue<String> twice = new ConcurrentLinkedQueue<>();
+  private final Map<String, Boolean> completed = new ConcurrentHashMap<>();
+
+  RelayLoad(ModelClient client, String prefix, Duration deadline, int callers) {
+    this.client = client;
+    this.prefix = prefix;
+    this.deadline = deadline;
+    for (int i = 0; i < callers; i++) {
+      inFlight.incrementAndGet();
+      next.execute(this::bookOne);
+    }
+  }
+
+  int completedCalls() {
+    return completed.size();
+  }
+
+  private void bookOne() {
+    if (stopping.get()) {
+      inFlight.decrementAndGet();
+      return;
+    }
+    String requestId = prefix + ids.incrementAndGet();
+    issued.incrementAndGet();
+    client.book(Requests.of(client.model(), requestId, 64), deadline).whenComplete((answer, failure) -> {
+      if (completed.put(requestId, Boolean.TRUE) != null) {
+        twice.add(requestId);
+      }
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause == null) {
+        if (!answer.requestId().equals(requestId) || booked.put(requestId, answer) != null) {
+          twice.add(requestId + " answered as " + answer.requestId());
+        }
+      } else if (cause instanceof RoutingException e) {
+        refused.add(e);
+      } else {
+        unclear.add(cause);
+      }
+      next.execute(this::bookOne);
+    });
+  }
+
+  /** Stops sending and waits (at most {@code timeout}) until every chain's last call has completed. */
+  void stop(Duration timeout) {
+    stopping.set(true);
+    await().atMost(timeout).until(() -> inFlight.get() == 0);
+  }
+
+  List<String> refusalReasons() {
+    return refused.stream().map(e -> e.error().code() + " " + e.error().reason()).distinct().toList();
+  }
+
+  @Override
+  public void close() {
+    stopping.set(true);
+    next.shutdownNow();
+  }
+}
