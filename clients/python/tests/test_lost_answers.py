@@ -1,6 +1,7 @@
 """A Book whose answer the client never reads: ``replay = true`` exactly when the router did not see the call end.
 
-The client talks to the node through :class:`h2proxy.Http2Proxy`, which loses the answer where a test wants it:
+The client talks to the node through :class:`h2proxy.Http2Proxy` (``owner_direct=False``: an answer naming the
+node's own endpoint would otherwise lead its Books around the proxy), which loses the answer where a test wants it:
 after the router wrote it, before the client read it. The router saw the cancel (undid the Book; the same
 ``request_id`` then books anew, ``replay`` false) when the client cancelled while the Book was queued, or reset the
 stream after the answer but before acknowledging the router's PING within the late-cancel window. It did not see
@@ -35,7 +36,7 @@ def proxy(node: routers.RouterProcess) -> Iterator[Http2Proxy]:
 
 @pytest.fixture
 def proxied(proxy: Http2Proxy) -> Iterator[kvrouter.Router]:
-    with kvrouter.Router(proxy.target, timeout=10.0) as client:
+    with kvrouter.Router(proxy.target, timeout=10.0, owner_direct=False) as client:
         yield client
 
 
@@ -59,7 +60,7 @@ def test_a_lost_answer_is_replayed_to_the_booking_the_router_made(proxied: kvrou
 
 async def test_a_lost_answer_is_replayed_by_the_async_client(node: routers.RouterProcess, proxy: Http2Proxy,
                                                              model: Model) -> None:
-    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0) as client:
+    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0, owner_direct=False) as client:
         await client.select(model.name, isl_tokens=8)
         proxy.arm(Mode.CUT)
         async with client.book(model.name, request_id="cut-async", isl_tokens=64) as booking:
@@ -109,7 +110,7 @@ def test_a_lost_release_answer_is_sent_again_and_frees_the_booking(proxied: kvro
 @netty_only
 async def test_a_cancel_within_the_window_undoes_the_book(node: routers.RouterProcess, proxy: Http2Proxy,
                                                           router: kvrouter.Router, model: Model) -> None:
-    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0) as client:
+    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0, owner_direct=False) as client:
         await client.select(model.name, isl_tokens=8)
         proxy.arm(Mode.HOLD)
         task = asyncio.ensure_future(client.book(model.name, request_id="held-cancel", isl_tokens=64))
@@ -144,7 +145,7 @@ def test_a_book_whose_deadline_passes_after_the_answer_is_undone(proxied: kvrout
 async def test_a_cancel_after_the_ping_was_acknowledged_frees_nothing(node: routers.RouterProcess,
                                                                       proxy: Http2Proxy, router: kvrouter.Router,
                                                                       model: Model) -> None:
-    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0) as client:
+    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0, owner_direct=False) as client:
         await client.select(model.name, isl_tokens=8)
         proxy.arm(Mode.HOLD_STREAMS)
         task = asyncio.ensure_future(client.book(model.name, request_id="acked", isl_tokens=64))
@@ -163,7 +164,7 @@ async def test_a_cancel_after_the_ping_was_acknowledged_frees_nothing(node: rout
 
 async def test_a_cancel_past_the_late_cancel_window_frees_nothing(node: routers.RouterProcess, proxy: Http2Proxy,
                                                                   router: kvrouter.Router, model: Model) -> None:
-    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0) as client:
+    async with kvrouter.AsyncRouter(proxy.target, timeout=10.0, owner_direct=False) as client:
         await client.select(model.name, isl_tokens=8)
         proxy.arm(Mode.HOLD)
         task = asyncio.ensure_future(client.book(model.name, request_id="late", isl_tokens=64))
@@ -203,7 +204,7 @@ async def test_a_book_cancelled_while_queued_books_anew(arouter: kvrouter.AsyncR
 
 async def test_a_release_cut_off_by_a_second_cancellation_is_finished_in_the_background(
         node: routers.RouterProcess, proxy: Http2Proxy, model: Model) -> None:
-    client = kvrouter.AsyncRouter(proxy.target, timeout=10.0)
+    client = kvrouter.AsyncRouter(proxy.target, timeout=10.0, owner_direct=False)
     inside = asyncio.Event()
 
     async def serve() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, Generic, List, Optional, TypeVar
 
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2
 
@@ -126,13 +126,18 @@ class Renewal:
     lease_expires_unix_ms: int
 
 
-class Selection:
-    """A routing decision: the picked worker rank, its cache overlap, cost and load, and the view it read."""
+_Picked = TypeVar("_Picked", router_pb2.Selection, router_pb2.DecodeSelection)
+
+
+class _PickedRank(Generic[_Picked]):
+    """What a Selection and its decode half both tell of their rank: the worker, its cache overlap, cost and load."""
 
     __slots__ = ("proto",)
 
-    def __init__(self, proto: router_pb2.Selection) -> None:
-        #: the ``kvrouter.v1.Selection`` message
+    proto: _Picked
+
+    def __init__(self, proto: _Picked) -> None:
+        #: the protobuf message (``kvrouter.v1.Selection`` or ``kvrouter.v1.DecodeSelection``)
         self.proto = proto
 
     @property
@@ -150,7 +155,8 @@ class Selection:
 
     @property
     def endpoint(self) -> str:
-        """The picked worker's endpoint as registered (empty for a global Select answered by another region)."""
+        """The picked worker's endpoint as registered (where to send the request; empty for a global Select
+        answered by another region)."""
         return self.proto.worker.endpoint
 
     @property
@@ -170,6 +176,15 @@ class Selection:
     def load(self) -> RankLoad:
         load = self.proto.load
         return RankLoad(load.in_flight, load.prefill_tokens, load.decode_blocks)
+
+
+class Selection(_PickedRank[router_pb2.Selection]):
+    """A routing decision: the picked worker rank, its cache overlap, cost and load, and the view it read."""
+
+    __slots__ = ()
+
+    def __init__(self, proto: router_pb2.Selection) -> None:
+        super().__init__(proto)
 
     @property
     def view_version(self) -> int:
@@ -228,50 +243,14 @@ class Selection:
                 f"{decode})")
 
 
-class DecodeSelection:
+class DecodeSelection(_PickedRank[router_pb2.DecodeSelection]):
     """The decode half of a prefill/decode pair: the decode rank, chosen on load alone (overlap credit 0), the
     prompt blocks it holds cached, its cost and its load (after booking, for a Book)."""
 
-    __slots__ = ("proto",)
+    __slots__ = ()
 
     def __init__(self, proto: router_pb2.DecodeSelection) -> None:
-        #: the ``kvrouter.v1.DecodeSelection`` message
-        self.proto = proto
-
-    @property
-    def worker(self) -> WorkerEndpoint:
-        w = self.proto.worker
-        return WorkerEndpoint(w.worker_id, w.dp_rank, w.endpoint, w.region)
-
-    @property
-    def worker_id(self) -> str:
-        return self.proto.worker.worker_id
-
-    @property
-    def dp_rank(self) -> int:
-        return self.proto.worker.dp_rank
-
-    @property
-    def endpoint(self) -> str:
-        """Where to send the decode request."""
-        return self.proto.worker.endpoint
-
-    @property
-    def overlap_blocks(self) -> int:
-        return self.proto.overlap_blocks
-
-    @property
-    def cached_tokens(self) -> int:
-        return self.proto.cached_tokens
-
-    @property
-    def cost(self) -> float:
-        return self.proto.cost
-
-    @property
-    def load(self) -> RankLoad:
-        load = self.proto.load
-        return RankLoad(load.in_flight, load.prefill_tokens, load.decode_blocks)
+        super().__init__(proto)
 
     def __repr__(self) -> str:
         w = self.proto.worker
