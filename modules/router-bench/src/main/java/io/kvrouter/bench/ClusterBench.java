@@ -738,7 +738,11 @@ final class ClusterBench {
         new org.apache.pekko.cluster.sharding.typed.ShardingEnvelope<>(model.model(), relayBooks(request, nonce, ref, 1)));
     messages.put("relay direct: RelayBooks of 1", relayBooks(request, nonce, ref, 1));
     messages.put("relay direct: RelayBooks of 16", relayBooks(request, nonce, ref, 16));
-    messages.put("relay: Answer", new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null, null));
+    messages.put("relay: Answers of 1", new io.kvrouter.cluster.admission.BookRelay.Answers(
+        List.of(new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null)), null));
+    messages.put("relay: Answers of 16", new io.kvrouter.cluster.admission.BookRelay.Answers(
+        java.util.Collections.nCopies(16, new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null)),
+        null));
     int iterations = quick ? 2_000 : 50_000;
     Report.Table table = new Report.Table("message", "serializer", "bytes", "CPU µs per encode + decode");
     java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();

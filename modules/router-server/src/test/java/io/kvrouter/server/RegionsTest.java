@@ -227,4 +227,37 @@ class RegionsTest {
     assertThat(booking.getRegion()).isEqualTo("eu");
     assertThat(eu.state(model).getBookingsList()).extracting(b -> b.getRequestId()).containsExactly("dark-2");
   }
+
+  /** Global Books of a region from another one's node go through that node's relay, each answered once. */
+  @Test
+  void concurrentGlobalBooksFromAnotherRegionAreEachAnsweredOnceWithTheirOwnBooking() {
+    String model = "org/eu-relayed";
+    for (String w : List.of("w-eu-1", "w-eu-2", "w-eu-3")) {
+      join(eu.workers.register(worker(model, w).build()));
+    }
+    awaitPool(us, model, "eu");
+    var client = us.node.cluster().client(model, "eu");
+    int books = 200;
+    List<java.util.concurrent.CompletableFuture<io.kvrouter.core.admission.BookingAnswer>> calls =
+        new java.util.ArrayList<>();
+    for (int i = 0; i < books; i++) {
+      calls.add(client.book(new SelectionRequest(model, "x-" + i, null, 1600, 0, null, null, Set.of(), 0, null, null,
+          null), Duration.ofSeconds(20)));
+    }
+    List<String> answered = new java.util.ArrayList<>();
+    for (int i = 0; i < books; i++) {
+      var answer = calls.get(i).join();
+      assertThat(answer.requestId()).as("call %d's answer", i).isEqualTo("x-" + i);
+      answered.add(answer.requestId());
+    }
+    assertThat(us.node.cluster().bookRelay().pending()).as("relayed Books unanswered").isZero();
+    assertThat(eu.state(model).getBookingsList()).extracting(b -> b.getRequestId())
+        .containsExactlyInAnyOrderElementsOf(answered);
+    for (int i = 0; i < books; i++) {
+      var answer = calls.get(i).join();
+      assertThat(join(client.release(answer.requestId(), answer.attempt(), Duration.ofSeconds(10)))
+          .applied()).isTrue();
+    }
+    assertThat(eu.state(model).getBookingsCount()).isZero();
+  }
 }

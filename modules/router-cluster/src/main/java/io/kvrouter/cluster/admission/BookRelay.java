@@ -28,7 +28,8 @@ import scala.concurrent.ExecutionContextExecutor;
  * How this node sends Books to a model's admission actor on another node without an ask per Book: one long-lived
  * reply endpoint per node (an actor whose reference Artery resolves and compresses once, unlike an ask's temporary
  * actor) receives every relayed answer as an {@link Answer} carrying the Book's nonce, which finds its caller in the
- * pending table. A Book's timeout is one scheduler task (the ask timeout of the caller's deadline, as for an ask);
+ * pending table; the admission actor sends the answers it decided while handling one message together
+ * ({@link Answers}). A Book's timeout is one scheduler task (the ask timeout of the caller's deadline, as for an ask);
  * when it fires first the call fails with a {@link TimeoutException}, and {@link BookCall} undoes the Book with its
  * CancelBook as it does for an ask.
  *
@@ -82,21 +83,28 @@ public final class BookRelay {
   sealed interface EndpointMessage {}
 
   /**
-   * A relayed Book's answer, sent by the admission actor to the relaying node's endpoint: its booking, or the error
-   * it was refused with (exactly one is set); {@code admission}: the actor, when the Book asked for it.
+   * A relayed Book's answer: its booking, or the error it was refused with (exactly one is set), and the Book's
+   * nonce.
    */
-  public record Answer(long nonce, BookingAnswer booked, RoutingError refused,
-      ActorRef<ModelAdmission.Command> admission) implements EndpointMessage, CborSerializable {
-    static Answer of(long nonce, ModelAdmission.BookReply reply, ActorRef<ModelAdmission.Command> admission) {
+  public record Answer(long nonce, BookingAnswer booked, RoutingError refused) implements CborSerializable {
+    static Answer of(long nonce, ModelAdmission.BookReply reply) {
       return reply instanceof ModelAdmission.Booked booked
-          ? new Answer(nonce, booked.answer(), null, admission)
-          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error(), admission);
+          ? new Answer(nonce, booked.answer(), null)
+          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error());
     }
 
     ModelAdmission.BookReply reply() {
       return booked != null ? new ModelAdmission.Booked(booked) : new ModelAdmission.Refused(refused);
     }
   }
+
+  /**
+   * The relayed answers the admission actor decided while handling one message, sent to the relaying node's
+   * endpoint as one message (one envelope and one delivery for a batch of Books); {@code admission}: the actor,
+   * when a Book asked for it.
+   */
+  public record Answers(List<Answer> answers, ActorRef<ModelAdmission.Command> admission)
+      implements EndpointMessage, CborSerializable {}
 
   /** Watch this admission actor, which {@code channel} now sends to. */
   private record Watch(Channel channel, ActorRef<ModelAdmission.Command> admission)
@@ -110,12 +118,14 @@ public final class BookRelay {
 
   private final Settings settings;
   private final ActorRef<EndpointMessage> endpointActor;
-  private final ActorRef<Answer> endpoint;
+  private final ActorRef<Answers> endpoint;
   private final org.apache.pekko.actor.Scheduler scheduler;
   private final ExecutionContextExecutor timeouts;
   private final Cluster cluster;
   private final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
-  private final ConcurrentHashMap<String, Channel> channels = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<ChannelKey, Channel> channels = new ConcurrentHashMap<>();
+
+  private record ChannelKey(String region, String model) {}
 
   private BookRelay(Settings settings, ActorSystem<?> system) {
     this.settings = settings;
@@ -124,8 +134,10 @@ public final class BookRelay {
     this.cluster = Cluster.get(system);
     // answers are completed on the endpoint's thread: the callers' continuations run there, beside admission
     this.endpointActor = system.systemActorOf(Behaviors.setup(ctx -> Behaviors.receive(EndpointMessage.class)
-        .onMessage(Answer.class, answer -> {
-          answered(answer);
+        .onMessage(Answers.class, answers -> {
+          for (Answer answer : answers.answers()) {
+            answered(answer, answers.admission());
+          }
           return Behaviors.same();
         })
         .onMessage(Watch.class, watch -> {
@@ -156,12 +168,14 @@ public final class BookRelay {
   }
 
   /**
-   * Sends a Book of {@code model} to its actor through {@code entity}; completes with the actor's reply, or a
-   * {@link TimeoutException} after {@code timeout}.
+   * Sends a Book of {@code model} to its actor in {@code region} through {@code entity} (the region's shard region,
+   * or its proxy in another data center); completes with the actor's reply, or a {@link TimeoutException} after
+   * {@code timeout}.
    */
-  CompletionStage<ModelAdmission.BookReply> book(String model, EntityRef<ModelAdmission.Command> entity,
+  CompletionStage<ModelAdmission.BookReply> book(String model, String region, EntityRef<ModelAdmission.Command> entity,
       SelectionRequest request, long nonce, Duration timeout) {
-    Channel channel = channels.computeIfAbsent(model, m -> new Channel(entity));
+    // a model has an actor per region: one channel each
+    Channel channel = channels.computeIfAbsent(new ChannelKey(region, model), key -> new Channel(entity));
     ModelAdmission.RelayedBook book = new ModelAdmission.RelayedBook(request, nonce, timeout.toMillis());
     Pending call = new Pending(channel, book);
     if (pending.putIfAbsent(nonce, call) != null) {
@@ -173,14 +187,14 @@ public final class BookRelay {
     return call;
   }
 
-  private void answered(Answer answer) {
+  private void answered(Answer answer, ActorRef<ModelAdmission.Command> admission) {
     Pending call = pending.remove(answer.nonce());
     if (call == null) {
       return; // timed out first: BookCall has undone it
     }
     call.timer.cancel();
-    if (answer.admission() != null) {
-      call.channel.sendStraightTo(answer.admission());
+    if (admission != null) {
+      call.channel.sendStraightTo(admission);
     }
     call.channel.done();
     call.complete(answer.reply());

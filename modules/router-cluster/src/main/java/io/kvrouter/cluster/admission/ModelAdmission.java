@@ -90,10 +90,11 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /**
    * Books relayed by another node ({@link BookRelay}): each decided as a {@link Book} would be, its answer sent to
-   * {@code endpoint} as a {@link BookRelay.Answer} with its nonce. Several when the relaying node coalesced them.
+   * {@code endpoint} as a {@link BookRelay.Answer} with its nonce, with the other answers to that node decided in the
+   * same message ({@link RelayAnswers}). Several Books when the relaying node coalesced them.
    * {@code wantsAdmission}: the answers carry this actor's reference, for the relay to send straight to it.
    */
-  public record RelayBooks(ActorRef<BookRelay.Answer> endpoint, List<RelayedBook> books, boolean wantsAdmission)
+  public record RelayBooks(ActorRef<BookRelay.Answers> endpoint, List<RelayedBook> books, boolean wantsAdmission)
       implements Command {}
 
   /** One Book of a {@link RelayBooks}; its fields as a {@link Book}'s. */
@@ -209,6 +210,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   private final ReplicationSender.Transport<ActorRef<ReplicaActor.Command>> transport;
   /** Answers waiting until a majority of the region holds what they acknowledge. */
   private final HeldReplies held = new HeldReplies();
+  private final RelayAnswers relayAnswers;
   /** A Flush is on its way in the mailbox (sent to carry held answers' changes at once). */
   private boolean flushRequested;
   /** The last pool summary's sequence number in this incarnation (0: none published yet). */
@@ -216,18 +218,23 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /** @param shard the entity's shard, which passivates it */
   public static Behavior<Command> create(String model, ActorRef<ClusterSharding.ShardCommand> shard, Environment env) {
-    return Behaviors.setup(ctx -> Behaviors.withTimers(timers -> Behaviors.withStash(STASH_CAPACITY, stash -> {
-      ModelSlot<Command> slot = env.slots().open(model);
-      ActorRef<ReplicaActor.Reply> replies = ctx.messageAdapter(ReplicaActor.Reply.class, FromReplica::new);
-      return AdmissionRecovery.start(ctx, model, slot, replies, env, timers, stash,
-          state -> new ModelAdmission(ctx, slot, shard, env, timers, replies, state));
-    })));
+    return Behaviors.setup(ctx -> {
+      RelayAnswers relayAnswers = new RelayAnswers(ctx.getSelf());
+      return RelayAnswers.sentAfterEachMessage(relayAnswers, Command.class, Behaviors.withTimers(timers ->
+          Behaviors.withStash(STASH_CAPACITY, stash -> {
+            ModelSlot<Command> slot = env.slots().open(model);
+            ActorRef<ReplicaActor.Reply> replies = ctx.messageAdapter(ReplicaActor.Reply.class, FromReplica::new);
+            return AdmissionRecovery.start(ctx, model, slot, replies, env, timers, stash,
+                state -> new ModelAdmission(ctx, slot, shard, env, timers, replies, relayAnswers, state));
+          })));
+    });
   }
 
   private ModelAdmission(ActorContext<Command> context, ModelSlot<Command> slot,
       ActorRef<ClusterSharding.ShardCommand> shard, Environment env, TimerScheduler<Command> timers,
-      ActorRef<ReplicaActor.Reply> replies, AdmissionState state) {
+      ActorRef<ReplicaActor.Reply> replies, RelayAnswers relayAnswers, AdmissionState state) {
     super(context);
+    this.relayAnswers = relayAnswers;
     this.slot = slot;
     this.shard = shard;
     this.env = env;
@@ -274,8 +281,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       }
       try {
         if (book.replyTo().startsWith(RELAYED)) {
-          resolver.<BookRelay.Answer>resolveActorRef(book.replyTo().substring(RELAYED.length()))
-              .tell(BookRelay.Answer.of(book.nonce(), answer, null));
+          relayAnswers.add(resolver.resolveActorRef(book.replyTo().substring(RELAYED.length())),
+              BookRelay.Answer.of(book.nonce(), answer), false);
         } else {
           resolver.<BookReply>resolveActorRef(book.replyTo()).tell(answer);
         }
@@ -503,11 +510,10 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   private Behavior<Command> onRelayBooks(RelayBooks m) {
     String caller = state.queueingEnabled() ? RELAYED + resolver.toSerializationFormat(m.endpoint()) : "";
-    ActorRef<Command> self = m.wantsAdmission() ? getContext().getSelf() : null;
     for (RelayedBook b : m.books()) {
       long nonce = b.nonce();
       book(b.request(), nonce, b.timeoutMillis(), caller,
-          reply -> m.endpoint().tell(BookRelay.Answer.of(nonce, reply, self)));
+          reply -> relayAnswers.add(m.endpoint(), BookRelay.Answer.of(nonce, reply), m.wantsAdmission()));
     }
     return afterCommand();
   }

@@ -64,7 +64,7 @@ public final class ModelClient {
   /** This node's address and region, as {@link #state} and {@link #explainRecent} report them. */
   private final String selfAddress;
   private final String selfRegion;
-  /** How a Book reaches the actor on another node of this region: null, an ask each ({@link BookRelay}). */
+  /** How a Book reaches the actor on another node (of this region or another): null, an ask each ({@link BookRelay}). */
   private final BookRelay relay;
 
   public ModelClient(String model, String region, EntityRef<ModelAdmission.Command> entity,
@@ -80,7 +80,7 @@ public final class ModelClient {
     this.replicas = replicas;
     this.selfAddress = selfAddress;
     this.selfRegion = selfRegion;
-    this.relay = thisRegion ? relay : null;
+    this.relay = relay;
   }
 
   public String model() {
@@ -136,10 +136,13 @@ public final class ModelClient {
         failure -> mapFailure(failure, remaining), this::applied);
   }
 
-  /** A Book to the actor here, else through this node's relay when it has one, else by an ask through the region. */
+  /**
+   * A Book to the actor here, else through this node's relay when it has one, else by an ask through the region (or
+   * the other region's proxy).
+   */
   private CompletionStage<ModelAdmission.BookReply> sendBook(SelectionRequest request, long nonce, Duration timeout) {
     if (relay != null && (slot == null || slot.localAdmission() == null)) {
-      return relay.book(model, entity, request, nonce, timeout);
+      return relay.book(model, region, entity, request, nonce, timeout);
     }
     return send(replyTo -> new ModelAdmission.Book(request, nonce, timeout.toMillis(), replyTo), timeout);
   }
