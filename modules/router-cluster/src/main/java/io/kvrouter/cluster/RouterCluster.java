@@ -210,14 +210,14 @@ public final class RouterCluster {
 
   /**
    * The booking facade of the model in {@code region} (empty: this node's). Another region is reached through its
-   * data center's sharding proxy; a region with no member in the cluster: UNAVAILABLE REGION_UNREACHABLE (thrown).
+   * data center's sharding proxy (Books through this node's relay); a region with no member in the cluster: UNAVAILABLE REGION_UNREACHABLE (thrown).
    */
   public ModelClient client(String model, String region) {
     if (region.isEmpty() || region.equals(regions.self())) {
       return client(model);
     }
     return new ModelClient(model, region, entities.in(model, region), null, system.scheduler(), config, replicas,
-        selfAddress, regions.self(), null);
+        selfAddress, regions.self(), entities.relay());
   }
 
   /** Models with at least one registered worker, as this node sees them. */

@@ -11,7 +11,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 /**
  * Makes a node's region go dark for the others, and come back: while its summaries are silenced its admission
  * actors' summary ticks are dropped before the actors see them; while Books are dropped the actors never see a Book
- * (its caller's ask times out, as across a partition).
+ * (its caller's ask or relayed Book times out, as across a partition).
  */
 public final class DarkRegion implements RouterCluster.AdmissionDecorator {
   private final AtomicBoolean silent = new AtomicBoolean();
@@ -37,7 +37,8 @@ public final class DarkRegion implements RouterCluster.AdmissionDecorator {
       public Behavior<ModelAdmission.Command> aroundReceive(TypedActorContext<ModelAdmission.Command> ctx,
           ModelAdmission.Command message, ReceiveTarget<ModelAdmission.Command> target) {
         if ((message == ModelAdmission.PublishPool.INSTANCE && silent.get())
-            || (message instanceof ModelAdmission.Book && droppingBooks.get())) {
+            || ((message instanceof ModelAdmission.Book || message instanceof ModelAdmission.RelayBooks)
+                && droppingBooks.get())) {
           return Behaviors.same();
         }
         return target.apply(ctx, message);
