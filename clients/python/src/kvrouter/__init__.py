@@ -24,11 +24,11 @@ from kvrouter.errors import (AdmissionTimeout, AlreadyExists, BookingOutcomeUnkn
                              DeadlineTooShort, FailedPrecondition, InvalidArgument, KvRouterError, MessageTooLarge,
                              MissingRole, MissingToken, ModelNotInRegion, NoEndpoints, NotFound, Overloaded,
                              PermissionDenied, PinnedWorkerNotAllowed, QueueDeadlineExceeded, QueueLimit, Reason,
-                             Recovering, RegionUnreachable, ResourceExhausted, Unauthenticated, Unavailable,
-                             UnknownModel, UnknownToken, UnknownWorker, WorkerConfigConflict)
-from kvrouter.types import (BookingState, DecodeSelection, ModelState, Overrides, Rank, RankLoad, Renewal, Scope,
-                            Selection, SessionBinding, SessionMode, SessionOutcome, StorageTier, WorkerEndpoint,
-                            WorkerRole)
+                             Recovering, RegionUnreachable, RequiredTaintsUnmet, ResourceExhausted, Unauthenticated,
+                             Unavailable, UnknownModel, UnknownToken, UnknownWorker, WorkerConfigConflict)
+from kvrouter.types import (BookingState, DecodeSelection, Disaggregation, ModelState, Overrides, Rank, RankLoad,
+                            Renewal, Scope, Selection, SessionBinding, SessionMode, SessionOutcome, StorageTier,
+                            WorkerEndpoint, WorkerRole)
 
 #: ``Router.health`` answers: the gRPC health service's statuses
 SERVING = HealthCheckResponse.SERVING
@@ -41,12 +41,13 @@ __all__ = [
     "Admin", "AsyncAdmin", "AsyncBooking", "AsyncKeepAlive", "AsyncKvEventPublisher", "AsyncLoadReporter",
     "AsyncRouter", "AsyncWorkers", "Booking", "KeepAlive", "KvEventPublisher", "KvEventsSent", "LoadReporter",
     "PendingBooking", "RetryPolicy", "Router", "Tls", "Workers",
-    "BookingState", "DecodeSelection", "ModelState", "Overrides", "Rank", "RankLoad", "Renewal", "Scope", "Selection",
-    "SessionBinding", "SessionMode", "SessionOutcome", "StorageTier", "WorkerEndpoint", "WorkerRole",
+    "BookingState", "DecodeSelection", "Disaggregation", "ModelState", "Overrides", "Rank", "RankLoad", "Renewal",
+    "Scope", "Selection", "SessionBinding", "SessionMode", "SessionOutcome", "StorageTier", "WorkerEndpoint",
+    "WorkerRole",
     "AdmissionTimeout", "AlreadyExists", "BookingOutcomeUnknown", "Cancelled", "DeadlineExceeded",
     "DeadlineTooShort", "FailedPrecondition", "InvalidArgument", "KvRouterError", "MessageTooLarge", "MissingRole",
     "MissingToken", "ModelNotInRegion", "NoEndpoints", "NotFound", "Overloaded", "PermissionDenied",
     "PinnedWorkerNotAllowed", "QueueDeadlineExceeded", "QueueLimit", "Reason", "Recovering", "RegionUnreachable",
-    "ResourceExhausted", "Unauthenticated", "Unavailable", "UnknownModel", "UnknownToken", "UnknownWorker",
-    "WorkerConfigConflict",
+    "RequiredTaintsUnmet", "ResourceExhausted", "Unauthenticated", "Unavailable", "UnknownModel", "UnknownToken",
+    "UnknownWorker", "WorkerConfigConflict",
 ]

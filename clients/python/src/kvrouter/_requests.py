@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from kvrouter.types import Overrides, Scope, StorageTier, WorkerRole
+from kvrouter.types import Disaggregation, Overrides, Scope, SessionMode, StorageTier, WorkerRole
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
 
 #: the default of a ``timeout`` argument: the router's timeout (None means no deadline)
@@ -57,6 +57,28 @@ def _enum(name: str, value: object, kind: Any) -> int:
         raise ValueError(f"{name} must be one of {[m.name for m in kind]}, got {value}") from None
 
 
+def names(name: str, value: object) -> Sequence[str]:
+    """A list of ids or taints: a sequence of non-empty str (a bare str would be sent as its characters)."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of str, not a {type(value).__name__}")
+    try:
+        entries: list[str] = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of str, got {type(value).__name__}") from None
+    for entry in entries:
+        text(f"{name} entry", entry)
+    return entries
+
+
+def _multiplier(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    # as the CLI: NaN, infinities and negatives here; the router's upper bound (1, MALFORMED above) stays the router's
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number, at least 0, got {value}")
+    return float(value)
+
+
 def _repeated(name: str, build: Any) -> Any:
     # protobuf checks each element's type and range in C; its messages are made to name the field
     try:
@@ -98,7 +120,18 @@ def route_request(
     overrides: Optional[Overrides],
     scope: Scope,
     explain: bool,
+    excluded_workers: Sequence[str],
+    required_taints: Sequence[str],
+    preferred_taints: Sequence[str],
+    preferred_taint_multiplier: Optional[float],
+    disaggregation: Disaggregation,
+    strict_priority: int = 0,
+    policy_class: str = "",
+    session_id: str = "",
+    session_mode: SessionMode = SessionMode.UNSPECIFIED,
 ) -> router_pb2.RouteRequest:
+    """The RouteRequest of a Select or a Book, its arguments checked. Only a Book sends ``strict_priority``,
+    ``policy_class``, ``session_id`` and ``session_mode`` (a Select ignores them: its callers leave the defaults)."""
     text("model", model)
     text("request_id", request_id, required=for_book)
     tokens: Sequence[int] = () if token_ids is None else token_ids
@@ -119,10 +152,20 @@ def route_request(
         text("pinned_worker", pinned_worker)
     if pinned_dp_rank is not None:
         uint("pinned_dp_rank", pinned_dp_rank)
-    if isinstance(allowed_workers, str):
-        raise TypeError("allowed_workers must be a sequence of worker ids, not a str")
-    for worker in allowed_workers:
-        text("allowed_workers entry", worker)
+    allowed = names("allowed_workers", allowed_workers)
+    excluded = names("excluded_workers", excluded_workers)
+    required = names("required_taints", required_taints)
+    preferred = names("preferred_taints", preferred_taints)
+    if preferred_taint_multiplier is not None:
+        _multiplier("preferred_taint_multiplier", preferred_taint_multiplier)
+        if not preferred:
+            raise ValueError("preferred_taint_multiplier goes with preferred_taints")
+    uint("strict_priority", strict_priority)
+    text("policy_class", policy_class, required=False)
+    text("session_id", session_id, required=False)
+    mode = _enum("session_mode", session_mode, SessionMode)
+    if mode != SessionMode.UNSPECIFIED and not session_id:
+        raise ValueError("session_mode goes with session_id")
     if isinstance(priority, bool) or not isinstance(priority, int) or not -(1 << 31) <= priority < (1 << 31):
         raise ValueError(f"priority must be an int32, got {priority!r}")
     if not isinstance(explain, bool):
@@ -135,14 +178,24 @@ def route_request(
         lora_name=lora_name,
         cache_salt=cache_salt,
         pinned_worker=pinned_worker or "",
-        allowed_workers=allowed_workers,
+        allowed_workers=allowed,
         priority=priority,
         overrides=_overrides(overrides),
         scope=_enum("scope", scope, Scope),  # type: ignore[arg-type]
         explain=explain,
+        excluded_workers=excluded,
+        strict_priority=strict_priority,
+        policy_class=policy_class,
+        session_id=session_id,
+        session_mode=mode,  # type: ignore[arg-type]
+        required_taints=required,
+        preferred_taints=preferred,
+        disaggregation=_enum("disaggregation", disaggregation, Disaggregation),  # type: ignore[arg-type]
     )
     if pinned_dp_rank is not None:
         request.pinned_dp_rank = pinned_dp_rank
+    if preferred_taint_multiplier is not None:
+        request.preferred_taint_multiplier = float(preferred_taint_multiplier)
     if has_tokens:
         _repeated("token_ids", lambda: request.token_ids.extend(tokens))
     if has_hashes:
@@ -159,8 +212,8 @@ def booking_ref(model: str, request_id: str, attempt: int, region: str = "") -> 
 
 
 def registration(model: str, worker_id: str, *, max_num_batched_tokens: int, total_kv_blocks: int, block_size: int,
-                 endpoint: str, dp_start: int, dp_size: int, region: str,
-                 role: WorkerRole) -> workers_pb2.WorkerRegistration:
+                 endpoint: str, dp_start: int, dp_size: int, region: str, role: WorkerRole,
+                 taints: Sequence[str] = ()) -> workers_pb2.WorkerRegistration:
     text("model", model)
     text("worker_id", worker_id)
     for name, value in (("max_num_batched_tokens", max_num_batched_tokens), ("total_kv_blocks", total_kv_blocks),
@@ -172,7 +225,8 @@ def registration(model: str, worker_id: str, *, max_num_batched_tokens: int, tot
     return workers_pb2.WorkerRegistration(
         model=model, worker_id=worker_id, dp_start=dp_start, dp_size=dp_size,
         max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks, block_size=block_size,
-        endpoint=endpoint, region=region, role=_enum("role", role, WorkerRole))  # type: ignore[arg-type]
+        endpoint=endpoint, region=region, role=_enum("role", role, WorkerRole),  # type: ignore[arg-type]
+        taints=names("taints", taints))
 
 
 def worker_key(model: str, worker_id: str) -> workers_pb2.WorkerKey:

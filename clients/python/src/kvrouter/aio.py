@@ -21,7 +21,7 @@ from kvrouter import _requests as req
 from kvrouter._transport import AsyncTransport, Owners, RetryPolicy, Tls, book_outcome_unknown
 from kvrouter.client import DEFAULT_TIMEOUT, BookingBase, nothing_held, renewal_interval
 from kvrouter.errors import BookingOutcomeUnknown, KvRouterError
-from kvrouter.types import Overrides, Renewal, Scope, Selection, WorkerRole
+from kvrouter.types import Disaggregation, Overrides, Renewal, Scope, Selection, SessionMode, WorkerRole
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
 
 log = logging.getLogger("kvrouter")
@@ -80,6 +80,9 @@ class AsyncRouter:
                      expected_output_tokens: int = 0, lora_name: str = "", cache_salt: str = "",
                      pinned_worker: Optional[str] = None, pinned_dp_rank: Optional[int] = None,
                      allowed_workers: Sequence[str] = (), priority: int = 0, overrides: Optional[Overrides] = None,
+                     excluded_workers: Sequence[str] = (), required_taints: Sequence[str] = (),
+                     preferred_taints: Sequence[str] = (), preferred_taint_multiplier: Optional[float] = None,
+                     disaggregation: Disaggregation = Disaggregation.AUTO,
                      scope: Scope = Scope.UNSPECIFIED, explain: bool = False, request_id: str = "",
                      timeout: Optional[float] = req.UNSET) -> Selection:
         """As :meth:`kvrouter.Router.select`."""
@@ -87,7 +90,9 @@ class AsyncRouter:
             model, request_id=request_id, for_book=False, token_ids=token_ids, block_hashes=block_hashes,
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
-            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=explain)
+            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=explain,
+            excluded_workers=excluded_workers, required_taints=required_taints, preferred_taints=preferred_taints,
+            preferred_taint_multiplier=preferred_taint_multiplier, disaggregation=disaggregation)
         answer = await self._call("Select", "router", request, timeout)
         self._owners.learned(model, scope == Scope.GLOBAL, answer.owner_endpoint, "", "")
         return Selection(answer)
@@ -97,6 +102,11 @@ class AsyncRouter:
              expected_output_tokens: int = 0, lora_name: str = "", cache_salt: str = "",
              pinned_worker: Optional[str] = None, pinned_dp_rank: Optional[int] = None,
              allowed_workers: Sequence[str] = (), priority: int = 0, overrides: Optional[Overrides] = None,
+             excluded_workers: Sequence[str] = (), required_taints: Sequence[str] = (),
+             preferred_taints: Sequence[str] = (), preferred_taint_multiplier: Optional[float] = None,
+             disaggregation: Disaggregation = Disaggregation.AUTO,
+             strict_priority: int = 0, policy_class: str = "", session_id: str = "",
+             session_mode: SessionMode = SessionMode.UNSPECIFIED,
              scope: Scope = Scope.UNSPECIFIED, timeout: Optional[float] = req.UNSET) -> "PendingBooking":
         """As :meth:`kvrouter.Router.book`: ``booking = await router.book(...)``, or
         ``async with router.book(...) as booking:`` which releases it on every way out of the block. The
@@ -106,7 +116,11 @@ class AsyncRouter:
             model, request_id=request_id, for_book=True, token_ids=token_ids, block_hashes=block_hashes,
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
-            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=False)
+            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=False,
+            excluded_workers=excluded_workers, required_taints=required_taints, preferred_taints=preferred_taints,
+            preferred_taint_multiplier=preferred_taint_multiplier, disaggregation=disaggregation,
+            strict_priority=strict_priority, policy_class=policy_class, session_id=session_id,
+            session_mode=session_mode)
         return PendingBooking(self, model, request, self._timeout(timeout))
 
     async def _book(self, model: str, request: router_pb2.RouteRequest, timeout: Optional[float]) -> "AsyncBooking":
@@ -335,13 +349,13 @@ class AsyncWorkers:
 
     async def register(self, model: str, worker_id: str, *, max_num_batched_tokens: int, total_kv_blocks: int,
                        block_size: int, endpoint: str = "", dp_start: int = 0, dp_size: int = 1, region: str = "",
-                       role: WorkerRole = WorkerRole.UNSPECIFIED,
+                       role: WorkerRole = WorkerRole.UNSPECIFIED, taints: Sequence[str] = (),
                        timeout: Optional[float] = req.UNSET) -> workers_pb2.Registered:
         """As :meth:`kvrouter.client.Workers.register`."""
         answer: workers_pb2.Registered = await self._router._call("Register", "workers", req.registration(
             model, worker_id, max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks,
-            block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role),
-            timeout)
+            block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role,
+            taints=taints), timeout)
         return answer
 
     async def deregister(self, model: str, worker_id: str, *,

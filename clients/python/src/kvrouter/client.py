@@ -21,7 +21,8 @@ from kvrouter import _requests as req
 from kvrouter._transport import Owners, RetryPolicy, Tls, Transport, book_outcome_unknown
 from kvrouter.errors import (BookingOutcomeUnknown, InvalidArgument, KvRouterError, PermissionDenied,
                              Unauthenticated)
-from kvrouter.types import Overrides, Renewal, Scope, Selection, SessionOutcome, WorkerEndpoint, WorkerRole
+from kvrouter.types import (Disaggregation, Overrides, Renewal, Scope, Selection, SessionMode, SessionOutcome,
+                            WorkerEndpoint, WorkerRole)
 from kvrouter.v1 import admin_pb2, explain_pb2, router_pb2, workers_pb2
 
 log = logging.getLogger("kvrouter")
@@ -84,6 +85,9 @@ class Router:
                expected_output_tokens: int = 0, lora_name: str = "", cache_salt: str = "",
                pinned_worker: Optional[str] = None, pinned_dp_rank: Optional[int] = None,
                allowed_workers: Sequence[str] = (), priority: int = 0, overrides: Optional[Overrides] = None,
+               excluded_workers: Sequence[str] = (), required_taints: Sequence[str] = (),
+               preferred_taints: Sequence[str] = (), preferred_taint_multiplier: Optional[float] = None,
+               disaggregation: Disaggregation = Disaggregation.AUTO,
                scope: Scope = Scope.UNSPECIFIED, explain: bool = False, request_id: str = "",
                timeout: Optional[float] = req.UNSET) -> Selection:
         """An advisory pick: the worker rank a Book would take now. Books nothing, changes nothing.
@@ -91,8 +95,19 @@ class Router:
         The prompt is ``token_ids``, or ``block_hashes`` (:func:`kvrouter.hashing.local_block_hashes` of its full
         blocks) with ``isl_tokens``, or ``isl_tokens`` alone (no cache overlap). ``pinned_worker`` /
         ``pinned_dp_rank`` restrict the pick to that worker (rank); ``pinned_dp_rank`` alone to every worker's
-        rank of that number (:class:`~kvrouter.errors.FailedPrecondition` ``UNKNOWN_DP_RANK`` if none has it); ``allowed_workers`` to those; ``scope=GLOBAL``
-        may answer another region (then :attr:`Selection.region` and :attr:`Selection.router_endpoint` only).
+        rank of that number (:class:`~kvrouter.errors.FailedPrecondition` ``UNKNOWN_DP_RANK`` if none has it);
+        ``allowed_workers`` to those; ``excluded_workers`` are never candidates (applied after ``allowed_workers``,
+        e.g. the workers a retry already tried; a pinned worker excluded is
+        :class:`~kvrouter.errors.PinnedWorkerNotAllowed`). ``scope=GLOBAL`` may answer another region (then
+        :attr:`Selection.region` and :attr:`Selection.router_endpoint` only).
+
+        Placement (root README, "Placement constraints"; taints as workers register them, ``key`` or
+        ``key=value``): only workers carrying every one of ``required_taints`` are candidates
+        (:class:`~kvrouter.errors.RequiredTaintsUnmet` if none does); a rank whose worker carries every one of
+        ``preferred_taints`` has its cost multiplied by ``preferred_taint_multiplier`` (in [0, 1]; None: the
+        router's 0.5), except when the request pins a worker. ``disaggregation`` (:class:`~kvrouter.Disaggregation`): a
+        prefill/decode pair or one rank on a model with prefill and decode workers (:attr:`Selection.decode`).
+
         ``explain`` asks for the decision's explanation. Raises e.g. :class:`~kvrouter.errors.UnknownModel`,
         :class:`~kvrouter.errors.NoEndpoints`, :class:`~kvrouter.errors.Overloaded`.
         """
@@ -100,7 +115,9 @@ class Router:
             model, request_id=request_id, for_book=False, token_ids=token_ids, block_hashes=block_hashes,
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
-            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=explain)
+            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=explain,
+            excluded_workers=excluded_workers, required_taints=required_taints, preferred_taints=preferred_taints,
+            preferred_taint_multiplier=preferred_taint_multiplier, disaggregation=disaggregation)
         answer = self._call("Select", "router", request, timeout)
         self._owners.learned(model, scope == Scope.GLOBAL, answer.owner_endpoint, "", "")
         return Selection(answer)
@@ -110,12 +127,29 @@ class Router:
              expected_output_tokens: int = 0, lora_name: str = "", cache_salt: str = "",
              pinned_worker: Optional[str] = None, pinned_dp_rank: Optional[int] = None,
              allowed_workers: Sequence[str] = (), priority: int = 0, overrides: Optional[Overrides] = None,
+             excluded_workers: Sequence[str] = (), required_taints: Sequence[str] = (),
+             preferred_taints: Sequence[str] = (), preferred_taint_multiplier: Optional[float] = None,
+             disaggregation: Disaggregation = Disaggregation.AUTO,
+             strict_priority: int = 0, policy_class: str = "", session_id: str = "",
+             session_mode: SessionMode = SessionMode.UNSPECIFIED,
              scope: Scope = Scope.UNSPECIFIED, timeout: Optional[float] = req.UNSET) -> "Booking":
         """Books the request onto the picked worker rank until :meth:`Booking.release` (or its lease ends).
 
         Use the answer as a context manager: ``with router.book(...) as booking:`` releases it on every way out.
         ``request_id`` (default a fresh UUID) identifies the booking: a Book whose ``request_id`` has a live
-        booking returns it again (``booking.replay``), so one request never holds two bookings.
+        booking returns it again (``booking.replay``), so one request never holds two bookings. The prompt and the
+        placement arguments as :meth:`select`; a pair (``disaggregation``) is one booking of both ranks.
+
+        ``session_id`` (root README, "Session affinity") binds the conversation to the rank this Book takes, and
+        its later Books keep to it, in ``session_mode`` (:class:`~kvrouter.SessionMode`; UNSPECIFIED: the model's
+        ``session_mode`` parameter): SOFT weighs the binding against the cost, HARD keeps to the bound rank or
+        refuses (:class:`~kvrouter.errors.Overloaded` when that rank is busy). :attr:`Booking.session` says what
+        the Book did (:class:`~kvrouter.SessionBinding`). ``session_mode`` needs ``session_id``.
+
+        When the model queues Books (root README, "Admission under pressure"): ``priority`` is the queue's
+        priority jump, ``strict_priority`` its strict tier (0 to 65,535: a higher tier leaves first within its
+        class), ``policy_class`` the class or tenant family the Book asks for (:attr:`Booking.policy_class` is the
+        class it was put in).
 
         If the answer is lost (the connection drops after the router answered), the Book is sent again with the
         same ``request_id`` and its retry number, within ``timeout``: it returns the booking the router made
@@ -133,7 +167,11 @@ class Router:
             model, request_id=request_id, for_book=True, token_ids=token_ids, block_hashes=block_hashes,
             isl_tokens=isl_tokens, expected_output_tokens=expected_output_tokens, lora_name=lora_name,
             cache_salt=cache_salt, pinned_worker=pinned_worker, pinned_dp_rank=pinned_dp_rank,
-            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=False)
+            allowed_workers=allowed_workers, priority=priority, overrides=overrides, scope=scope, explain=False,
+            excluded_workers=excluded_workers, required_taints=required_taints, preferred_taints=preferred_taints,
+            preferred_taint_multiplier=preferred_taint_multiplier, disaggregation=disaggregation,
+            strict_priority=strict_priority, policy_class=policy_class, session_id=session_id,
+            session_mode=session_mode)
         global_scope = scope == Scope.GLOBAL
         via = self._owners.via(model, global_scope) if self.owner_direct else ""
         try:
@@ -209,6 +247,8 @@ class BookingBase:
         #: the booked worker's region (sent with Release, MarkPrefillDone and Renew)
         self.region: str = proto.region
         self.queued_micros: int = proto.queued_micros
+        #: the admission queue class the Book was put in (``default`` when no declared class takes it)
+        self.policy_class: str = proto.policy_class
         #: when the lease ends unless renewed (Renew and MarkPrefillDone renew it)
         self.lease_expires_unix_ms: int = proto.lease_expires_unix_ms
         #: how many times the client sent the Book again after its answer was lost
@@ -384,15 +424,16 @@ class Workers:
 
     def register(self, model: str, worker_id: str, *, max_num_batched_tokens: int, total_kv_blocks: int,
                  block_size: int, endpoint: str = "", dp_start: int = 0, dp_size: int = 1, region: str = "",
-                 role: WorkerRole = WorkerRole.UNSPECIFIED,
+                 role: WorkerRole = WorkerRole.UNSPECIFIED, taints: Sequence[str] = (),
                  timeout: Optional[float] = req.UNSET) -> workers_pb2.Registered:
-        """Registers a worker with ranks ``[dp_start, dp_start + dp_size)``. Idempotent: the same registration
-        again answers ``created`` false; another configuration for the same worker raises
-        :class:`~kvrouter.errors.WorkerConfigConflict`."""
+        """Registers a worker with ranks ``[dp_start, dp_start + dp_size)`` in ``role`` (prefill, decode or
+        aggregated), carrying ``taints`` (``key`` or ``key=value``, what a request's ``required_taints`` and
+        ``preferred_taints`` match). Idempotent: the same registration again answers ``created`` false; another
+        configuration for the same worker raises :class:`~kvrouter.errors.WorkerConfigConflict`."""
         answer: workers_pb2.Registered = self._router._call("Register", "workers", req.registration(
             model, worker_id, max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks,
-            block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role),
-            timeout)
+            block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role,
+            taints=taints), timeout)
         return answer
 
     def deregister(self, model: str, worker_id: str, *,

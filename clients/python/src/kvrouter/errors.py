@@ -42,6 +42,11 @@ class Reason:
     WORKER_CONFIG_CONFLICT = "WORKER_CONFIG_CONFLICT"
     PINNED_WORKER_NOT_ALLOWED = "PINNED_WORKER_NOT_ALLOWED"
     MODEL_NOT_IN_REGION = "MODEL_NOT_IN_REGION"
+    INVALID_TAINT = "INVALID_TAINT"
+    REQUIRED_TAINTS_UNMET = "REQUIRED_TAINTS_UNMET"
+    NO_AGGREGATED_WORKERS = "NO_AGGREGATED_WORKERS"
+    NO_PREFILL_WORKERS = "NO_PREFILL_WORKERS"
+    NO_DECODE_WORKERS = "NO_DECODE_WORKERS"
     NO_ENDPOINTS = "NO_ENDPOINTS"
     ALL_WORKERS_OVERLOADED = "ALL_WORKERS_OVERLOADED"
     PINNED_WORKER_OVERLOADED = "PINNED_WORKER_OVERLOADED"
@@ -144,6 +149,10 @@ class ModelNotInRegion(FailedPrecondition):
     """The model has workers in other regions only; the message names them (``MODEL_NOT_IN_REGION``)."""
 
 
+class RequiredTaintsUnmet(FailedPrecondition):
+    """No worker the request may use carries every one of its ``required_taints`` (``REQUIRED_TAINTS_UNMET``)."""
+
+
 class NoEndpoints(Unavailable):
     """No eligible worker for the request (``NO_ENDPOINTS``)."""
 
@@ -230,6 +239,7 @@ _BY_REASON: dict[str, type[KvRouterError]] = {
     Reason.WORKER_CONFIG_CONFLICT: WorkerConfigConflict,
     Reason.PINNED_WORKER_NOT_ALLOWED: PinnedWorkerNotAllowed,
     Reason.MODEL_NOT_IN_REGION: ModelNotInRegion,
+    Reason.REQUIRED_TAINTS_UNMET: RequiredTaintsUnmet,
     Reason.NO_ENDPOINTS: NoEndpoints,
     Reason.ALL_WORKERS_OVERLOADED: Overloaded,
     Reason.PINNED_WORKER_OVERLOADED: Overloaded,

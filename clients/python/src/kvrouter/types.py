@@ -46,6 +46,21 @@ class SessionMode(enum.IntEnum):
     HARD = 2
 
 
+class Disaggregation(enum.IntEnum):
+    """How a Select or Book uses the model's prefill and decode workers (router.proto, Disaggregation)."""
+
+    #: a prefill and a decode rank when the model has workers of both roles (the decode rank alone when the policy's
+    #: ``conditional_disagg_*`` thresholds find the prompt left uncached on it short), else an aggregated rank; a
+    #: model with decode workers only answers a decode rank alone
+    AUTO = 0
+    #: one aggregated rank (:class:`~kvrouter.errors.FailedPrecondition` ``NO_AGGREGATED_WORKERS`` if the model has
+    #: none)
+    AGGREGATED = 1
+    #: a prefill and a decode rank (:class:`~kvrouter.errors.FailedPrecondition` ``NO_PREFILL_WORKERS`` /
+    #: ``NO_DECODE_WORKERS`` if a role is missing)
+    DISAGGREGATED = 2
+
+
 class SessionBinding(str, enum.Enum):
     """What a Book did to its session's binding (router.proto, SessionOutcome.outcome)."""
 
