@@ -27,17 +27,25 @@ public final class EppHeaders {
   public static final String FAIRNESS = "x-llm-d-inference-fairness-id";
   public static final String FAIRNESS_LEGACY = "x-gateway-inference-fairness-id";
 
+  /**
+   * Picker → decode pod, for a prefill/decode pair: the prefill pod's {@code ip:port}, which llm-d's routing sidecar
+   * on the decode pod sends the prefill to before its own engine decodes (llm-d-inference-scheduler's
+   * {@code routing.PrefillEndpointHeader}).
+   */
+  public static final String PREFILLER = "x-prefiller-host-port";
+
   /** Response of a refused request: kvrouter's reason code (the body is an OpenAI error object naming it too). */
   public static final String REASON = "x-kvrouter-reason";
 
   /**
    * The headers the gateway must not forward to the model server: the control headers above, the destination
-   * headers (a client never chooses its own endpoint: the picker overwrites or removes them), and kvrouter's own
-   * request headers.
+   * headers and the prefill header (a client never chooses its own endpoints: the picker overwrites or removes
+   * them), and kvrouter's own request headers.
    */
   public static boolean isControlHeader(String name) {
     String lower = name.toLowerCase(Locale.ROOT);
     return lower.equals(OBJECTIVE) || lower.equals(OBJECTIVE_LEGACY) || lower.equals(FAIRNESS)
-        || lower.equals(FAIRNESS_LEGACY) || lower.startsWith(DESTINATION) || lower.startsWith("x-kvrouter-");
+        || lower.equals(FAIRNESS_LEGACY) || lower.startsWith(DESTINATION) || lower.equals(PREFILLER)
+        || lower.startsWith("x-kvrouter-");
   }
 }

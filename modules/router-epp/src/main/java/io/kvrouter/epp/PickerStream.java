@@ -17,6 +17,7 @@ import io.grpc.stub.StreamObserver;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.error.RoutingException;
 import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.selection.Disaggregation;
 import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.core.selection.SelectionResult;
 import io.kvrouter.core.selection.SelectionView;
@@ -57,6 +58,13 @@ import org.slf4j.LoggerFactory;
  * <p>The objective header's InferenceObjective gives the Book's priority ({@code kvrouter.epp.objectives}), the
  * fairness header its admission queue class or tenant family ({@code policy_class}).
  *
+ * <p>Prefill/decode. The Book is the front's ({@link Disaggregation#AUTO}): a model with prefill and decode workers
+ * books a pair (unless its conditional policy books the decode rank alone). A pair goes as llm-d's P/D does: the
+ * destination is the decode worker, and {@link EppHeaders#PREFILLER} names the prefill worker's {@code ip:port} to
+ * the routing sidecar on the decode pod, which has the prefill run there before its engine decodes. The decode pod's
+ * answer (its response headers, not a 5xx or 429) marks the prefill done, which frees the prefill rank; the end or a
+ * reset releases the pair.
+ *
  * <p>Response path. The response headers get the worker and booking id headers; the first body chunk marks prefill
  * done (then the lease is renewed while the response streams); the end of the body (or trailers) releases the booking
  * and the stream's usage, read from its last {@code data:} event, is counted. A stream that ends or is reset before
@@ -94,6 +102,8 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
   private RequestBooking booking;
   private RequestBooking.Booked booked;
   private Destination destination;
+  /** A pair's prefill half, named to the decode pod in {@link EppHeaders#PREFILLER}; null for one rank. */
+  private Destination prefill;
   private int status;
   private boolean firstResponseChunk = true;
   private UsageScanner usage;
@@ -243,13 +253,12 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
     String objective = firstOf(EppHeaders.OBJECTIVE, EppHeaders.OBJECTIVE_LEGACY);
     String fairness = firstOf(EppHeaders.FAIRNESS, EppHeaders.FAIRNESS_LEGACY);
     if (objective != null || (fairness != null && request.policyClass().isEmpty())) {
-      request = new ClientRequest(request.endpoint(), request.model(), request.stream(), request.body(),
-          request.clientRequestId(), request.session(),
-          objective != null ? ctx.settings().priority(objective) : request.priority(), request.global(),
-          request.explain(), request.strictPriority(),
-          request.policyClass().isEmpty() && fairness != null ? fairness : request.policyClass(),
-          request.sessionMode());
+      request = request.withPriority(objective != null ? ctx.settings().priority(objective) : request.priority(),
+          request.policyClass().isEmpty() && fairness != null ? fairness : request.policyClass());
     }
+    // as the front books: a prefill/decode pair where the model has both roles (unless its conditional policy books
+    // the decode rank alone), else one rank; a pair goes to its decode pod, whose routing sidecar runs the prefill
+    request = request.withDisaggregation(Disaggregation.AUTO);
     BookingScope scope;
     try {
       scope = BookingScope.resolve(ctx.cluster(), model, request.global());
@@ -298,11 +307,16 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
           refuse(unwrap(failure));
           return;
         }
-        Destination picked = Destination.ofEndpoint(answer.endpoint());
-        if (picked == null) {
-          log.warn("worker {} of {} has no usable endpoint ({}): booking another", answer.workerId(), model,
-              RoutingError.echo(answer.endpoint()));
-          booking.failed();
+        // a pair: Envoy sends the request to the decode half, which is told where the prefill half is
+        Destination picked = Destination.ofEndpoint(answer.disaggregated() ? answer.decode().endpoint()
+            : answer.endpoint());
+        Destination prefillAt = answer.disaggregated() ? Destination.ofEndpoint(answer.endpoint()) : null;
+        String unusable = picked == null ? answer.servingWorker()
+            : answer.disaggregated() && prefillAt == null ? answer.workerId() : null;
+        if (unusable != null) {
+          log.warn("worker {} of {} has no usable endpoint ({}): booking another", unusable, model,
+              RoutingError.echo(unusable.equals(answer.workerId()) ? answer.endpoint() : answer.decode().endpoint()));
+          booking.failed(unusable);
           if (booking.attempts() >= MAX_BOOK_ATTEMPTS) {
             refuse(new FrontError(503, FrontError.UNAVAILABLE, Refusals.NO_USABLE_ENDPOINT, "no worker of "
                 + RoutingError.echo(model) + " has an endpoint the gateway can reach (ip:port)", null,
@@ -314,16 +328,20 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
         }
         booked = answer;
         destination = picked;
+        prefill = prefillAt;
         ctx.metrics().picked(model, System.nanoTime() - bodyEndNanos);
         forward(destinations(picked));
       }
     });
   }
 
-  /** The booked endpoint, then up to {@code fallbacks} next-best ones by the same policy (advisory picks). */
+  /**
+   * The booked endpoint, then up to {@code fallbacks} next-best ones by the same policy (advisory picks); a pair's
+   * decode endpoint alone (the prefill header names the booked prefill half, which another endpoint would not have).
+   */
   private String destinations(Destination first) {
     int fallbacks = ctx.settings().fallbacks();
-    if (fallbacks == 0) {
+    if (fallbacks == 0 || booked.disaggregated()) {
       return first.toString();
     }
     List<String> list = new ArrayList<>();
@@ -400,6 +418,9 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
   private void forward(String target) {
     HeaderMutation.Builder mutation = removeControlHeaders().toBuilder()
         .addSetHeaders(Messages.set(EppHeaders.DESTINATION, target));
+    if (prefill != null) {
+      mutation.addSetHeaders(Messages.set(EppHeaders.PREFILLER, prefill.toString()));
+    }
     Struct metadata = Messages.destinationMetadata(target);
     boolean headerOnly = phase == Phase.HEADERS;
     phase = Phase.FORWARDED;
@@ -455,9 +476,14 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
     usage = new UsageScanner(type.startsWith("text/event-stream"), ctx.settings().maxUsageBytes());
     HeaderMutation.Builder mutation = HeaderMutation.newBuilder();
     if (booked != null) {
-      mutation.addSetHeaders(Messages.set(FrontHeaders.WORKER, booked.workerId()))
-          .addSetHeaders(Messages.set(FrontHeaders.DP_RANK, Integer.toString(booked.dpRank())))
-          .addSetHeaders(Messages.set(FrontHeaders.BOOKING_ID, booked.requestId()));
+      mutation.addSetHeaders(Messages.set(FrontHeaders.WORKER, booked.servingWorker()))
+          .addSetHeaders(Messages.set(FrontHeaders.DP_RANK, Integer.toString(booked.disaggregated()
+              ? booked.decode().dpRank() : booked.dpRank())));
+      if (booked.disaggregated()) {
+        mutation.addSetHeaders(Messages.set(FrontHeaders.PREFILL_WORKER, booked.workerId()))
+            .addSetHeaders(Messages.set(FrontHeaders.PREFILL_DP_RANK, Integer.toString(booked.dpRank())));
+      }
+      mutation.addSetHeaders(Messages.set(FrontHeaders.BOOKING_ID, booked.requestId()));
       String served = servedEndpoint(metadata);
       if (served != null && !served.equals(destination.toString())) {
         // a retry or a fallback served it: the booked engine does not run this request
@@ -466,8 +492,14 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
         releaseBooking();
       } else if (status >= 500 || status == 429) {
         booking.brokeAfterStart(); // the breaker counts the worker's failure; the client gets its answer
-      } else if (status >= 300 || status < 200) {
-        booking.answered();
+      } else {
+        if (booked.disaggregated()) {
+          // the decode pod's sidecar answers once the prefill pod has answered it: the prefill rank is freed now
+          booking.prefillAnswered();
+        }
+        if (status >= 300 || status < 200) {
+          booking.answered();
+        }
       }
     }
     send(Messages.responseHeaders(CommonResponse.newBuilder().setHeaderMutation(mutation).build()));

@@ -20,6 +20,9 @@ import io.kvrouter.api.health.v1.HealthCheckRequest;
 import io.kvrouter.api.health.v1.HealthCheckResponse.ServingStatus;
 import io.kvrouter.api.health.v1.HealthGrpc;
 import io.kvrouter.core.admission.ModelSnapshot;
+import io.kvrouter.core.model.WorkerConfig;
+import io.kvrouter.core.model.WorkerRole;
+import io.kvrouter.core.selection.SelectionRequest;
 import io.kvrouter.epp.testkit.EnvoyStream;
 import io.kvrouter.epp.testkit.EppNode;
 import io.micrometer.core.instrument.Counter;
@@ -28,6 +31,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -528,6 +532,115 @@ class EndpointPickerTest {
         envoy.reset();
         noBookingLeft(MODEL);
       }
+    }
+  }
+
+  @Test
+  void requiredTaintsSurviveTheObjectiveAndPickACarrierOrAreTheFrontsRefusal() throws Exception {
+    String model = "org/epp-taints";
+    String carrier = "127.0.0.42:8000";
+    node.register(model, new WorkerConfig("plain", 0, 1, 8192, 1000, 16, "http://127.0.0.41:8000",
+        node.routing.region(), WorkerRole.AGGREGATED));
+    node.register(model, new WorkerConfig("h100", 0, 1, 8192, 1000, 16, "http://" + carrier, node.routing.region(),
+        WorkerRole.AGGREGATED).withTaints(Set.of("gpu=h100")));
+    // the objective and fairness headers make the picker rebuild the request: the placement headers must survive it
+    Map<String, String> asked = Map.of("x-kvrouter-required-taints", "gpu=h100",
+        "x-kvrouter-preferred-taints", "zone=eu-1", "x-kvrouter-preferred-taint-multiplier", "0.25",
+        "x-llm-d-inference-objective", "critical", "x-llm-d-inference-fairness-id", "tenant-t");
+    for (int i = 0; i < 3; i++) {
+      try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+        envoy.requestHeaders("/v1/completions", asked, false)
+            .requestBody(("{\"model\":\"" + model + "\",\"prompt\":\"tainted " + i + "\"}").getBytes(), true);
+        ProcessingResponse headers = envoy.next();
+        assertThat(metadataDestination(headers)).isEqualTo(carrier);
+        envoy.next();
+        String booking = node.snapshot(model).bookings().get(0).requestId();
+        SelectionRequest book = EppNode.BOOKS.get(booking);
+        assertThat(book.placement().requiredTaints()).containsExactly("gpu=h100");
+        assertThat(book.placement().preferredTaints()).containsExactly("zone=eu-1");
+        assertThat(book.placement().preferredTaintMultiplier()).isEqualTo(0.25);
+        assertThat(book.priority()).isEqualTo(100);
+        assertThat(book.policyClass()).isEqualTo("tenant-t");
+        envoy.reset();
+        noBookingLeft(model);
+      }
+    }
+    try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+      envoy.requestHeaders("/v1/completions", Map.of("x-kvrouter-required-taints", "gpu=b200",
+              "x-llm-d-inference-objective", "critical"), false)
+          .requestBody(("{\"model\":\"" + model + "\",\"prompt\":\"no carrier\"}").getBytes(), true);
+      // as the front answers it
+      immediate(envoy.next(), 400, "REQUIRED_TAINTS_UNMET");
+    }
+    noBookingLeft(model);
+  }
+
+  private static int live(String model, String worker) {
+    return node.snapshot(model).workers().stream().filter(w -> w.config().workerId().equals(worker))
+        .flatMap(w -> w.ranks().stream()).mapToInt(ModelSnapshot.RankSnapshot::liveBookings).sum();
+  }
+
+  @Test
+  void aPairGoesToItsDecodePodNamingThePrefillPodAndBothHalvesAreReleased() {
+    String model = "org/epp-pd";
+    String prefillAt = "127.0.0.31:8000";
+    String decodeAt = "127.0.0.32:8000";
+    node.register(model, new WorkerConfig("p", 0, 1, 8192, 1000, 16, "http://" + prefillAt, node.routing.region(),
+        WorkerRole.PREFILL));
+    node.register(model, new WorkerConfig("d", 0, 1, 8192, 1000, 16, "http://" + decodeAt, node.routing.region(),
+        WorkerRole.DECODE));
+    for (boolean reset : new boolean[] {false, true}) {
+      try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+        // a client's own prefill header is replaced by the booked one
+        envoy.requestHeaders("/v1/completions", Map.of("x-prefiller-host-port", "10.9.9.9:1"), false)
+            .requestBody(("{\"model\":\"" + model + "\",\"prompt\":\"a pair, reset " + reset
+                + "\",\"stream\":true}").getBytes(), true);
+        ProcessingResponse headers = envoy.next();
+        HeaderMutation mutation = headers.getRequestHeaders().getResponse().getHeaderMutation();
+        assertThat(sets(mutation)).containsEntry("x-gateway-destination-endpoint", decodeAt)
+            .containsEntry("x-prefiller-host-port", prefillAt);
+        assertThat(metadataDestination(headers)).isEqualTo(decodeAt);
+        envoy.next();
+        assertThat(node.snapshot(model).bookings()).singleElement().satisfies(b -> {
+          assertThat(b.workerId()).isEqualTo("p");
+          assertThat(b.decodeRank().workerId()).isEqualTo("d");
+          assertThat(b.prefillDone()).isFalse();
+        });
+        assertThat(live(model, "p")).isEqualTo(1);
+        assertThat(live(model, "d")).isEqualTo(1);
+        envoy.responseHeaders(200, "text/event-stream", false);
+        Map<String, String> added = sets(envoy.next().getResponseHeaders().getResponse().getHeaderMutation());
+        assertThat(added).containsEntry("x-kvrouter-worker", "d").containsEntry("x-kvrouter-prefill-worker", "p")
+            .containsEntry("x-kvrouter-prefill-dp-rank", "0");
+        // the decode pod answers after its sidecar had the prefill done: the prefill half is released
+        await().atMost(Duration.ofSeconds(5)).until(() -> live(model, "p") == 0);
+        assertThat(live(model, "d")).isEqualTo(1);
+        envoy.responseBody("data: {\"choices\":[]}\n\n".getBytes(), false);
+        envoy.next();
+        if (reset) {
+          envoy.reset();
+        } else {
+          envoy.responseBody("data: [DONE]\n\n".getBytes(), true);
+          assertThat(envoy.next().getResponseBody().getResponse().getBodyMutation().getStreamedResponse()
+              .getEndOfStream()).isTrue();
+        }
+        noBookingLeft(model);
+        assertThat(live(model, "d")).isZero();
+      }
+    }
+  }
+
+  @Test
+  void anAggregatedPickCarriesNoPrefillHeader() {
+    try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+      envoy.requestHeaders("/v1/completions", Map.of("x-prefiller-host-port", "10.9.9.9:1"), false)
+          .requestBody("{\"model\":\"org/epp\",\"prompt\":\"one rank\"}".getBytes(), true);
+      HeaderMutation mutation = envoy.next().getRequestHeaders().getResponse().getHeaderMutation();
+      assertThat(mutation.getRemoveHeadersList()).contains("x-prefiller-host-port");
+      assertThat(sets(mutation)).containsKey("x-gateway-destination-endpoint")
+          .doesNotContainKey("x-prefiller-host-port");
+      envoy.next();
+      envoy.reset();
     }
   }
 

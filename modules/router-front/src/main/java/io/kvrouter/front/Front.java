@@ -11,6 +11,7 @@ import io.kvrouter.tokenizer.ModelTokenizers;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
@@ -52,6 +53,17 @@ public final class Front {
       return view != null && !view.isEmpty();
     });
     shared.addBreakerListener(metrics.breakerListener());
+    // the pair series of workers that left go, as NodeRouting drops their breakers' series
+    shared.timers().scheduleWithFixedDelay(() -> {
+      try {
+        metrics.prunePairs((model, worker) -> {
+          SelectionView view = cluster.view(model);
+          return view != null && view.worker(worker) != null;
+        });
+      } catch (RuntimeException e) {
+        log.warn("pruning the front's pair series failed", e); // a throwing task would not run again
+      }
+    }, 10, 10, TimeUnit.SECONDS);
     var engines = new io.kvrouter.front.http.FrontHttp(system, settings);
     RequestParser parser = new RequestParser(settings.maxJsonDepth(), settings.maxBodyBytes(),
         settings.maxClientIdLength());

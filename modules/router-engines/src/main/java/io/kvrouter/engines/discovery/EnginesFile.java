@@ -121,14 +121,23 @@ public final class EnginesFile {
     if (value == null) {
       return null;
     }
-    return switch (value) {
+    io.kvrouter.core.model.WorkerRole role = roleNamed(value);
+    if (role == null) {
+      problems.add("role: must be " + ROLE_NAMES);
+    }
+    return role;
+  }
+
+  /** The role names an engine is described with (the file's {@code role}, a pod's {@code kvrouter.io/role}). */
+  static final String ROLE_NAMES = "aggregated, prefill or decode";
+
+  /** The role {@code name} ({@link #ROLE_NAMES}) names, or null for another name. */
+  static io.kvrouter.core.model.WorkerRole roleNamed(String name) {
+    return switch (name) {
       case "aggregated" -> io.kvrouter.core.model.WorkerRole.AGGREGATED;
       case "prefill" -> io.kvrouter.core.model.WorkerRole.PREFILL;
       case "decode" -> io.kvrouter.core.model.WorkerRole.DECODE;
-      default -> {
-        problems.add("role: must be aggregated, prefill or decode");
-        yield null;
-      }
+      default -> null;
     };
   }
 

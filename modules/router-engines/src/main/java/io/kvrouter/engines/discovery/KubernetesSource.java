@@ -7,6 +7,7 @@ import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.informers.ResourceEventHandler;
 import io.fabric8.kubernetes.client.informers.SharedIndexInformer;
+import io.kvrouter.core.model.WorkerRole;
 import io.kvrouter.engines.config.EngineKey;
 import io.kvrouter.engines.config.EngineKind;
 import io.kvrouter.engines.config.EngineSpec;
@@ -31,6 +32,10 @@ import org.slf4j.LoggerFactory;
  *       {@code kvrouter.io/block-size}, {@code kvrouter.io/total-kv-blocks},
  *       {@code kvrouter.io/max-num-batched-tokens}, {@code kvrouter.io/kv-events-topic},
  *       {@code kvrouter.io/metrics-path} (default {@code /metrics}): as the engines file's keys;</li>
+ *   <li>{@code kvrouter.io/role}: {@code aggregated} (default), {@code prefill} or {@code decode}, as the engines
+ *       file's {@code role}; without it, llm-d's pod label {@code llm-d.ai/role}: {@code prefill}, {@code decode},
+ *       or {@code prefill-decode} (and its deprecated {@code both}: a pod that serves whole requests) as
+ *       aggregated;</li>
  *   <li>container port named {@code http} (required): the OpenAI-compatible API and metrics,
  *       {@code http://POD_IP:PORT}; {@code kv-events}: rank 0's ZMQ PUB port; {@code kv-replay}: rank 0's replay
  *       port (rank r: port + r, as the engines bind them).</li>
@@ -41,6 +46,8 @@ import org.slf4j.LoggerFactory;
 public final class KubernetesSource implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(KubernetesSource.class);
   public static final String PREFIX = "kvrouter.io/";
+  /** llm-d's pod label naming a model server's role in prefill/decode disaggregation. */
+  public static final String LLM_D_ROLE = "llm-d.ai/role";
 
   private final EngineSources sources;
   private final String namespace;
@@ -148,7 +155,35 @@ public final class KubernetesSource implements AutoCloseable {
         base, metrics, events == null ? null : "tcp://" + host + ":" + events,
         replay == null ? null : "tcp://" + host + ":" + replay, annotations.get(PREFIX + "kv-events-topic"),
         number(annotations, "dp-size", problems), number(annotations, "block-size", problems),
-        number(annotations, "total-kv-blocks", problems), number(annotations, "max-num-batched-tokens", problems));
+        number(annotations, "total-kv-blocks", problems), number(annotations, "max-num-batched-tokens", problems),
+        role(pod, annotations, problems));
+  }
+
+  /** {@code kvrouter.io/role}, else llm-d's {@code llm-d.ai/role} label, else null (aggregated). */
+  private static WorkerRole role(Pod pod, Map<String, String> annotations, List<String> problems) {
+    String value = annotations.get(PREFIX + "role");
+    if (value != null) {
+      WorkerRole role = EnginesFile.roleNamed(value.trim());
+      if (role == null) {
+        problems.add("annotation " + PREFIX + "role: '" + value + "' is not " + EnginesFile.ROLE_NAMES);
+      }
+      return role;
+    }
+    Map<String, String> labels = pod.getMetadata().getLabels();
+    String label = labels == null ? null : labels.get(LLM_D_ROLE);
+    if (label == null) {
+      return null;
+    }
+    return switch (label.trim()) {
+      case "prefill" -> WorkerRole.PREFILL;
+      case "decode" -> WorkerRole.DECODE;
+      // llm-d's pod for either stage: here one that serves whole requests (kvrouter pairs take one-role workers)
+      case "prefill-decode", "both" -> WorkerRole.AGGREGATED;
+      default -> {
+        problems.add("label " + LLM_D_ROLE + ": '" + label + "' is not prefill, decode, prefill-decode or both");
+        yield null;
+      }
+    };
   }
 
   private static Integer port(Pod pod, String name) {

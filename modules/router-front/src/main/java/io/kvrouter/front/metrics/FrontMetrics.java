@@ -13,13 +13,15 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 
 /**
  * The front's series in the node's registry (scraped at the management server's /metrics). {@code model} is a
  * model with registered workers on this node or empty (a request for an unknown model adds no model series);
  * {@code endpoint} one of the front's paths, {@code status} an HTTP status, {@code reason} one of the front's failure
- * reasons, {@code worker} a registered worker (breakers of workers that left are dropped).
+ * reasons, {@code worker} (and a pair's {@code prefill_worker}, {@code decode_worker}) a registered worker: the series
+ * of workers that left are dropped ({@link #breakerListener}'s {@code forgotten}, {@link #prunePairs}).
  */
 public final class FrontMetrics implements RequestBooking.Events {
   private static final Duration[] TTFT_BUCKETS = millis(1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000,
@@ -36,13 +38,14 @@ public final class FrontMetrics implements RequestBooking.Events {
   private final Map<String, Timer> interToken = new ConcurrentHashMap<>();
   private final Map<String, Timer> routing = new ConcurrentHashMap<>();
   private final Map<String, Timer> prefill = new ConcurrentHashMap<>();
-  private final Map<String, Counter> pairs = new ConcurrentHashMap<>();
+  private final Map<Pair, Counter> pairs = new ConcurrentHashMap<>();
   /** Per-request meters by their tags, so a request looks its meter up instead of building and registering it. */
   private final Map<String, Counter> requests = new ConcurrentHashMap<>();
   private final Map<String, Counter> retries = new ConcurrentHashMap<>();
   private final Map<String, DistributionSummary> tokenize = new ConcurrentHashMap<>();
   private final Map<String, Gauge> breakerGauges = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> breakerStates = new ConcurrentHashMap<>();
+  private final Map<String, Counter> breakerTrips = new ConcurrentHashMap<>();
   private final Counter releasesFailed;
 
   public FrontMetrics(MeterRegistry registry, Predicate<String> knownModel) {
@@ -110,7 +113,7 @@ public final class FrontMetrics implements RequestBooking.Events {
    */
   public void prefilled(String model, String prefillWorker, String decodeWorker, long nanos) {
     String label = model(model);
-    String key = label + '\0' + prefillWorker + '\0' + decodeWorker;
+    Pair key = new Pair(model, prefillWorker, decodeWorker);
     Counter counter = pairs.get(key);
     if (counter == null) {
       counter = pairs.computeIfAbsent(key, k -> Counter.builder("kvrouter.front.disaggregated")
@@ -122,6 +125,26 @@ public final class FrontMetrics implements RequestBooking.Events {
     counter.increment();
     timer(prefill, "kvrouter.front.prefill", "Time from a pair's prefill request to the prefill engine's whole answer",
         model, TTFT_BUCKETS).record(nanos, TimeUnit.NANOSECONDS);
+  }
+
+  /** A pair series' key: the model as booked (not its label), so a pair is matched against that model's workers. */
+  private record Pair(String model, String prefillWorker, String decodeWorker) {}
+
+  /**
+   * Drops the pair series ({@code kvrouter.front.disaggregated}) whose prefill or decode worker is no longer
+   * registered ({@code registered(model, worker)} false): a worker that left takes its series with it, as its
+   * breaker's do. The front calls it periodically.
+   */
+  public void prunePairs(BiPredicate<String, String> registered) {
+    for (Map.Entry<Pair, Counter> entry : pairs.entrySet()) {
+      Pair pair = entry.getKey();
+      if (!registered.test(pair.model(), pair.prefillWorker()) || !registered.test(pair.model(),
+          pair.decodeWorker())) {
+        if (pairs.remove(pair, entry.getValue())) {
+          registry.remove(entry.getValue());
+        }
+      }
+    }
   }
 
   /** A worker that failed before the first byte: the request is retried (or given up when no attempt is left). */
@@ -167,8 +190,8 @@ public final class FrontMetrics implements RequestBooking.Events {
                 AtomicInteger::get).description("This node's circuit breaker per worker: 0 closed, 1 open, 2 half-open")
             .tags(tags).register(registry));
         if (to == CircuitBreakers.State.OPEN) {
-          Counter.builder("kvrouter.front.breaker.trips").description("Times a worker's breaker opened on this node")
-              .tags(tags).register(registry).increment();
+          breakerTrips.computeIfAbsent(key, k -> Counter.builder("kvrouter.front.breaker.trips")
+              .description("Times a worker's breaker opened on this node").tags(tags).register(registry)).increment();
         }
       }
 
@@ -179,6 +202,10 @@ public final class FrontMetrics implements RequestBooking.Events {
         breakerStates.remove(key);
         if (gauge != null) {
           registry.remove(gauge);
+        }
+        Counter trips = breakerTrips.remove(key);
+        if (trips != null) {
+          registry.remove(trips);
         }
       }
     };

@@ -63,6 +63,16 @@ public record ClientRequest(Endpoint endpoint, String model, boolean stream, Map
         disaggregation);
   }
 
+  /**
+   * This request with the admission queue's {@code priority} and {@code policyClass} (a transport that maps its own
+   * headers onto them: the endpoint picker's objective and fairness id), everything else kept.
+   */
+  public ClientRequest withPriority(int priority, String policyClass) {
+    return new ClientRequest(endpoint, model, stream, body, clientRequestId, session, priority, global, explain,
+        strictPriority, policyClass, sessionMode, requiredTaints, preferredTaints, preferredTaintMultiplier, loraName,
+        disaggregation);
+  }
+
   /** This request booked as {@code mode} says. */
   public ClientRequest withDisaggregation(Disaggregation mode) {
     return new ClientRequest(endpoint, model, stream, body, clientRequestId, session, priority, global, explain,
