@@ -645,7 +645,11 @@ final class ClusterBench {
       new RelayVariant("… + sharding and remoting on the internal dispatcher", TUNED_RELAY
           + "pekko.remote.artery.advanced.use-dispatcher = pekko.actor.internal-dispatcher\n"),
       new RelayVariant("… + Artery TCP coalesce-writes 30", TUNED_RELAY
-          + "pekko.stream.materializer.io.tcp.coalesce-writes = 30\n"));
+          + "pekko.stream.materializer.io.tcp.coalesce-writes = 30\n"),
+      // what the majority's acknowledgement costs both paths (answers before replication: the last ones before an
+      // owner's death can be lost; reference.conf, wait-for-majority)
+      new RelayVariant("… + replication without waiting for the majority", TUNED_RELAY
+          + "kvrouter.replication.wait-for-majority = off\n"));
 
 
   /**
