@@ -717,6 +717,26 @@ final class ClusterBench {
   }
 
   /**
+   * A replication delta carrying {@code bookings} bookings opened like {@code answer} (64 sequence hashes each, the
+   * bench's 1,024-token request at block size 16) and their ranks' loads.
+   */
+  private static io.kvrouter.cluster.replication.ReplicaActor.Delta replicaDelta(String model, BookingAnswer answer,
+      org.apache.pekko.actor.typed.ActorRef<Object> owner, int bookings) {
+    List<io.kvrouter.core.replication.LedgerSnapshot.Entry> opened = new java.util.ArrayList<>();
+    long[] hashes = new java.util.Random(7).longs(64).toArray();
+    for (int i = 0; i < bookings; i++) {
+      opened.add(new io.kvrouter.core.replication.LedgerSnapshot.Entry("delta-" + i, i + 1,
+          answer.selection().rank(), 1024, 64, System.currentTimeMillis(), 0, answer.selection(), hashes,
+          0x5eedL + i, false, answer.leaseExpiresAtMillis()));
+    }
+    List<io.kvrouter.core.membership.RankRecord> loads = List.of(new io.kvrouter.core.membership.RankRecord(
+        answer.selection().rank().workerId(), answer.selection().rank().dpRank(), answer.selection().load(), null));
+    io.kvrouter.core.replication.ReplicaDelta delta = new io.kvrouter.core.replication.ReplicaDelta(model, 1, 42,
+        System.currentTimeMillis(), null, loads, List.of(), opened, List.of(), bookings, List.of(), List.of());
+    return new io.kvrouter.cluster.replication.ReplicaActor.Delta(delta, owner.unsafeUpcast());
+  }
+
+  /**
    * The hot messages of a relayed Book as the region's serializers encode them (what crosses Artery for each Book on
    * each path): bytes, and CPU per encode + decode (one thread, after a warm-up).
    */
@@ -747,6 +767,9 @@ final class ClusterBench {
     messages.put("relay: Answers of 16", new io.kvrouter.cluster.admission.BookRelay.Answers(
         java.util.Collections.nCopies(16, new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null)),
         null));
+    // what the owner sends each peer per flush while it answers Books: the bookings opened since the last one
+    messages.put("replication: Delta of 1 opened booking", replicaDelta(model.model(), answer, ref, 1));
+    messages.put("replication: Delta of 16 opened bookings", replicaDelta(model.model(), answer, ref, 16));
     int iterations = quick ? 2_000 : 50_000;
     Report.Table table = new Report.Table("message", "serializer", "bytes", "CPU µs per encode + decode");
     java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
