@@ -1,5 +1,5 @@
 """The routing arguments of Select and Book against a live node: sessions, excluded workers, required and preferred
-taints, disaggregation, the admission queue's strict tier and policy class. Where a pick is at stake, the test first
+taints, LoRA adapters, disaggregation, the admission queue's strict tier and policy class. Where a pick is at stake, the test first
 makes a worker costlier by holding a booking pinned to it, so a Book that still lands there did so because of the
 argument under test."""
 
@@ -21,10 +21,11 @@ LIGHT = 64
 
 
 def register(model: Model, worker: str, *, role: WorkerRole = WorkerRole.UNSPECIFIED,
-             taints: tuple[str, ...] = ()) -> None:
+             taints: tuple[str, ...] = (), lora_adapters: tuple[str, ...] = ()) -> None:
     endpoint = f"http://127.0.0.1:{18100 + len(model.workers)}"
     model.router.workers.register(model.name, worker, max_num_batched_tokens=8192, total_kv_blocks=1000,
-                                  block_size=model.block_size, endpoint=endpoint, role=role, taints=taints)
+                                  block_size=model.block_size, endpoint=endpoint, role=role, taints=taints,
+                                  lora_adapters=lora_adapters)
     model.workers.append(worker)
 
 
@@ -112,6 +113,22 @@ def test_preferred_taints_scale_the_cost_by_the_multiplier(router: kvrouter.Rout
                           preferred_taint_multiplier=1.5)
         assert refused.value.reason == kvrouter.Reason.MALFORMED
     assert tainted.bookings() == []
+
+
+def test_a_lora_book_lands_on_the_worker_that_has_the_adapter_loaded(router: kvrouter.Router,
+                                                                     make_model: Callable[..., Model]) -> None:
+    m = make_model(workers=0)
+    register(m, "base")
+    register(m, "sql", lora_adapters=("sql-lora",))
+    assert {w.config.worker_id: list(w.config.lora_adapters) for w in m.state().workers} == {
+        "base": [], "sql": ["sql-lora"]}
+    with router.book(m.name, isl_tokens=HEAVY, pinned_worker="sql"):
+        with router.book(m.name, isl_tokens=LIGHT) as control:
+            assert control.selection.worker_id == "base"  # sql is the costlier now
+        for _ in range(3):
+            with router.book(m.name, isl_tokens=LIGHT, lora_name="sql-lora") as booking:
+                assert booking.selection.worker_id == "sql"
+    assert m.bookings() == []
 
 
 async def test_a_disaggregated_book_holds_and_releases_both_ranks(arouter: kvrouter.AsyncRouter,

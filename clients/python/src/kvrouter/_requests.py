@@ -213,7 +213,7 @@ def booking_ref(model: str, request_id: str, attempt: int, region: str = "") -> 
 
 def registration(model: str, worker_id: str, *, max_num_batched_tokens: int, total_kv_blocks: int, block_size: int,
                  endpoint: str, dp_start: int, dp_size: int, region: str, role: WorkerRole,
-                 taints: Sequence[str] = ()) -> workers_pb2.WorkerRegistration:
+                 taints: Sequence[str] = (), lora_adapters: Sequence[str] = ()) -> workers_pb2.WorkerRegistration:
     text("model", model)
     text("worker_id", worker_id)
     for name, value in (("max_num_batched_tokens", max_num_batched_tokens), ("total_kv_blocks", total_kv_blocks),
@@ -226,7 +226,7 @@ def registration(model: str, worker_id: str, *, max_num_batched_tokens: int, tot
         model=model, worker_id=worker_id, dp_start=dp_start, dp_size=dp_size,
         max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks, block_size=block_size,
         endpoint=endpoint, region=region, role=_enum("role", role, WorkerRole),  # type: ignore[arg-type]
-        taints=names("taints", taints))
+        taints=names("taints", taints), lora_adapters=names("lora_adapters", lora_adapters))
 
 
 def worker_key(model: str, worker_id: str) -> workers_pb2.WorkerKey:

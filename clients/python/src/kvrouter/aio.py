@@ -350,12 +350,13 @@ class AsyncWorkers:
     async def register(self, model: str, worker_id: str, *, max_num_batched_tokens: int, total_kv_blocks: int,
                        block_size: int, endpoint: str = "", dp_start: int = 0, dp_size: int = 1, region: str = "",
                        role: WorkerRole = WorkerRole.UNSPECIFIED, taints: Sequence[str] = (),
+                       lora_adapters: Sequence[str] = (),
                        timeout: Optional[float] = req.UNSET) -> workers_pb2.Registered:
         """As :meth:`kvrouter.client.Workers.register`."""
         answer: workers_pb2.Registered = await self._router._call("Register", "workers", req.registration(
             model, worker_id, max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks,
             block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role,
-            taints=taints), timeout)
+            taints=taints, lora_adapters=lora_adapters), timeout)
         return answer
 
     async def deregister(self, model: str, worker_id: str, *,

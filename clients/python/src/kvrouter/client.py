@@ -425,15 +425,18 @@ class Workers:
     def register(self, model: str, worker_id: str, *, max_num_batched_tokens: int, total_kv_blocks: int,
                  block_size: int, endpoint: str = "", dp_start: int = 0, dp_size: int = 1, region: str = "",
                  role: WorkerRole = WorkerRole.UNSPECIFIED, taints: Sequence[str] = (),
+                 lora_adapters: Sequence[str] = (),
                  timeout: Optional[float] = req.UNSET) -> workers_pb2.Registered:
         """Registers a worker with ranks ``[dp_start, dp_start + dp_size)`` in ``role`` (prefill, decode or
         aggregated), carrying ``taints`` (``key`` or ``key=value``, what a request's ``required_taints`` and
-        ``preferred_taints`` match). Idempotent: the same registration again answers ``created`` false; another
-        configuration for the same worker raises :class:`~kvrouter.errors.WorkerConfigConflict`."""
+        ``preferred_taints`` match), with the LoRA adapters ``lora_adapters`` loaded (a request's ``lora_name``
+        naming one goes only to the workers that have it). Idempotent: the same registration again answers
+        ``created`` false; another configuration for the same worker raises
+        :class:`~kvrouter.errors.WorkerConfigConflict`."""
         answer: workers_pb2.Registered = self._router._call("Register", "workers", req.registration(
             model, worker_id, max_num_batched_tokens=max_num_batched_tokens, total_kv_blocks=total_kv_blocks,
             block_size=block_size, endpoint=endpoint, dp_start=dp_start, dp_size=dp_size, region=region, role=role,
-            taints=taints), timeout)
+            taints=taints, lora_adapters=lora_adapters), timeout)
         return answer
 
     def deregister(self, model: str, worker_id: str, *,

@@ -27,6 +27,7 @@ import io.kvrouter.front.request.ClientRequest;
 import io.kvrouter.front.request.Endpoint;
 import io.kvrouter.front.request.FrontHeaders;
 import io.kvrouter.front.routing.BookingScope;
+import io.kvrouter.front.routing.LoraAdapters;
 import io.kvrouter.front.routing.RequestBooking;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -54,6 +55,9 @@ import org.slf4j.LoggerFactory;
  * goes in the header {@code x-gateway-destination-endpoint} and, the same string, in dynamic metadata
  * {@code envoy.lb}. Header-only requests, and paths other than the two completion endpoints, go to a random
  * worker (of the body's model when it names one with workers) and book nothing.
+ *
+ * <p>A body {@code model} naming a LoRA adapter that a model's workers serve books that base model with the adapter
+ * as {@code lora_name}, as the front does ({@link LoraAdapters#resolve}); the body goes on unchanged.
  *
  * <p>The objective header's InferenceObjective gives the Book's priority ({@code kvrouter.epp.objectives}), the
  * fairness header its admission queue class or tenant family ({@code policy_class}).
@@ -248,6 +252,9 @@ final class PickerStream implements StreamObserver<ProcessingRequest> {
       passThrough(model);
       return;
     }
+    // an adapter named in 'model' books its base model with the adapter as loraName, as the front books it
+    request = LoraAdapters.resolve(ctx.cluster(), request);
+    model = request.model();
     // the InferenceObjective's priority, and the fairness id as the admission queue's class or tenant family (an
     // explicit x-kvrouter-policy-class wins)
     String objective = firstOf(EppHeaders.OBJECTIVE, EppHeaders.OBJECTIVE_LEGACY);

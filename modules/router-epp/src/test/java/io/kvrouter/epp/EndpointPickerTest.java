@@ -575,6 +575,40 @@ class EndpointPickerTest {
     noBookingLeft(model);
   }
 
+  @Test
+  void anAdapterNamedInTheBodyBooksItsBaseModelOnTheWorkerThatHasItAndAnUnknownNameIs404() throws Exception {
+    String model = "org/epp-lora";
+    String loaded = "127.0.0.52:8000";
+    node.register(model, new WorkerConfig("base-only", 0, 1, 8192, 1000, 16, "http://127.0.0.51:8000",
+        node.routing.region(), WorkerRole.AGGREGATED));
+    node.register(model, new WorkerConfig("sql", 0, 1, 8192, 1000, 16, "http://" + loaded, node.routing.region(),
+        WorkerRole.AGGREGATED).withLoraAdapters(Set.of("sql-lora")));
+    for (int i = 0; i < 3; i++) {
+      byte[] body = chat("sql-lora", "adapter " + i, false);
+      try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+        envoy.requestHeaders("/v1/chat/completions", Map.of(), false).requestBody(body, true);
+        ProcessingResponse headers = envoy.next();
+        assertThat(metadataDestination(headers)).isEqualTo(loaded);
+        // the engine serves the adapter by its name: the body goes on as the client sent it
+        assertThat(envoy.next().getRequestBody().getResponse().getBodyMutation().getStreamedResponse().getBody()
+            .toByteArray()).isEqualTo(body);
+        ModelSnapshot booked = node.snapshot(model);
+        assertThat(booked.bookings()).singleElement().satisfies(b -> assertThat(b.workerId()).isEqualTo("sql"));
+        SelectionRequest book = EppNode.BOOKS.get(booked.bookings().get(0).requestId());
+        assertThat(book.model()).isEqualTo(model);
+        assertThat(book.loraName()).isEqualTo("sql-lora");
+        envoy.reset();
+        noBookingLeft(model);
+      }
+    }
+    try (EnvoyStream envoy = EnvoyStream.fullDuplex(channel)) {
+      envoy.requestHeaders("/v1/chat/completions", Map.of(), false).requestBody(chat("other-lora", "hi", false), true);
+      immediate(envoy.next(), 404, "UNKNOWN_MODEL");
+    }
+    assertThat(node.routing.view("other-lora")).isNull();
+    noBookingLeft(model);
+  }
+
   private static int live(String model, String worker) {
     return node.snapshot(model).workers().stream().filter(w -> w.config().workerId().equals(worker))
         .flatMap(w -> w.ranks().stream()).mapToInt(ModelSnapshot.RankSnapshot::liveBookings).sum();

@@ -13,7 +13,6 @@ import io.kvrouter.front.routing.RequestBooking;
 import io.kvrouter.front.routing.TwoStepProtocol;
 import io.kvrouter.front.routing.LoraAdapters;
 import io.kvrouter.core.selection.Disaggregation;
-import io.kvrouter.core.selection.SelectionView;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.Map;
@@ -127,14 +126,7 @@ final class Forwarding {
   CompletionStage<HttpResponse> run() {
     // the front drives vLLM's two-step protocol: it books a prefill/decode pair where the model has both roles
     request = request.withDisaggregation(Disaggregation.AUTO);
-    SelectionView named = ctx.cluster().view(request.model());
-    if (named == null || named.isEmpty()) {
-      String base = LoraAdapters.baseModel(ctx.cluster(), request.model());
-      if (base != null) {
-        // vLLM serves an adapter by its name in 'model': the body goes on unchanged, the Book is the base model's
-        request = request.forAdapter(base, request.model());
-      }
-    }
+    request = LoraAdapters.resolve(ctx.cluster(), request);
     BookingScope scope;
     try {
       scope = BookingScope.resolve(ctx.cluster(), request.model(), request.global());

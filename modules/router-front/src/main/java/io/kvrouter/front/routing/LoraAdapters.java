@@ -4,6 +4,7 @@ import io.kvrouter.cluster.RouterCluster;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.selection.SelectionView;
+import io.kvrouter.front.request.ClientRequest;
 import java.util.SortedSet;
 import java.util.TreeSet;
 
@@ -12,7 +13,7 @@ import java.util.TreeSet;
  * ({@code WorkerRegistration.lora_adapters}) or named in a rank's last load report (an engine connector reads vLLM's
  * {@code vllm:lora_requests_info}). vLLM serves an adapter under its own name in the body's {@code model}; the front
  * books such a request for the base model with {@code lora_name} = the adapter (router-core's LoRA placement then
- * prefers the workers that have it loaded).
+ * prefers the workers that have it loaded). The front and the endpoint picker both book through {@link #resolve}.
  */
 public final class LoraAdapters {
   private LoraAdapters() {}
@@ -33,6 +34,20 @@ public final class LoraAdapters {
       }
     }
     return adapters;
+  }
+
+  /**
+   * {@code request} as it books here: a body {@code model} that no worker serves as a model but that a model's workers
+   * serve as an adapter books that base model with {@code loraName} = the adapter (the body goes on unchanged: vLLM
+   * serves the adapter by its name); any other request unchanged (an unknown name stays unknown).
+   */
+  public static ClientRequest resolve(RouterCluster cluster, ClientRequest request) {
+    SelectionView named = cluster.view(request.model());
+    if (named != null && !named.isEmpty()) {
+      return request;
+    }
+    String base = baseModel(cluster, request.model());
+    return base == null ? request : request.forAdapter(base, request.model());
   }
 
   /**
