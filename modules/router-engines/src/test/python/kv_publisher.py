@@ -19,6 +19,7 @@ It is driven by JSON lines on stdin and answers each with one JSON line on stdou
    "bytes_hashes": false}                                          one BlockStored of N blocks
   {"op": "forget", "rank": 0, "below": S}                           drop buffered batches below seq S
   {"op": "restart"}                                                 the engine restarts: seq back to 0, empty buffers
+  {"op": "ignore_replays", "rank": 0, "count": N}                   read the rank's next N replay requests, answer none
   {"op": "raw", "rank": 0, "frames": ["hex", ...]}                  send arbitrary frames (malformed messages)
   {"op": "raw_payload", "rank": 0, "payload_hex": "..."}            a well-framed message, next seq, bad payload
   {"op": "quit"}
@@ -164,6 +165,7 @@ class Publisher:
         self.replay_port = self._bind_consecutive(zmq.ROUTER, self.replays, args.replay_port)
         self.seq = [0] * self.dp_size
         self.buffers = [[] for _ in range(self.dp_size)]
+        self.ignored_replays = [0] * self.dp_size
 
     def _bind_consecutive(self, kind, sockets, base):
         # rank r binds port + r, as vLLM's offset_endpoint_port does: rank 0 on a free port, the others after it
@@ -249,6 +251,9 @@ class Publisher:
         frames = self.replays[rank].recv_multipart()
         if len(frames) != 3:
             return
+        if self.ignored_replays[rank] > 0:
+            self.ignored_replays[rank] -= 1
+            return
         client, _, start = frames
         start_seq = int.from_bytes(start, "big")
         for seq, payload in self.buffers[rank]:
@@ -280,6 +285,9 @@ class Publisher:
         if op == "restart":
             self.seq = [0] * self.dp_size
             self.buffers = [[] for _ in range(self.dp_size)]
+            return {}
+        if op == "ignore_replays":
+            self.ignored_replays[rank] = command["count"]
             return {}
         if op == "raw":
             self.pubs[rank].send_multipart([bytes.fromhex(f) for f in command["frames"]])

@@ -359,7 +359,7 @@ final class EnginesBench {
   // ---------------------------------------------------------------- helpers
 
   private static ConnectorSettings settings() {
-    return new ConnectorSettings(Duration.ofSeconds(1), Duration.ofMillis(900), Duration.ofSeconds(2),
+    return new ConnectorSettings(Duration.ofSeconds(1), Duration.ofMillis(900), Duration.ofSeconds(2), 3,
         Duration.ofSeconds(5), Duration.ofSeconds(10), 10_000, 64L << 20, Duration.ofSeconds(1), 20_000);
   }
 

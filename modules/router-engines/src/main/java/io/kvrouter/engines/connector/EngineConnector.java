@@ -149,6 +149,7 @@ public final class EngineConnector implements AutoCloseable {
     volatile long gaps;
     volatile long replays;
     volatile long replayFailures;
+    volatile long replayRetries;
     volatile long clears;
     volatile long duplicates;
     volatile long batches;
@@ -474,7 +475,7 @@ public final class EngineConnector implements AutoCloseable {
     long digest = rank.lastDigest;
     boolean[] first = {true};
     boolean[] restarted = {false};
-    RankSockets.ReplayEnd end = rank.sockets.replay(from, timeoutMillis(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = rank.sockets.replay(from, timeoutMillis(), settings.replayAttempts(), settings.maxReplayBatches(),
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
@@ -542,7 +543,7 @@ public final class EngineConnector implements AutoCloseable {
     boolean[] first = {true};
     boolean[] verified = {false};
     boolean[] restarted = {false};
-    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.replayAttempts(), settings.maxReplayBatches(),
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
@@ -600,7 +601,7 @@ public final class EngineConnector implements AutoCloseable {
     rank.lastSeq = -1;
     rank.lastLiveSeq = -1;
     boolean[] first = {true};
-    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.replayAttempts(), settings.maxReplayBatches(),
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
@@ -618,6 +619,7 @@ public final class EngineConnector implements AutoCloseable {
   }
 
   private void countReplay(Rank rank, RankSockets.ReplayEnd end) {
+    rank.replayRetries = rank.sockets.unansweredRequests();
     if (end == RankSockets.ReplayEnd.FAILED) {
       rank.replayFailures++;
     } else {
@@ -808,7 +810,7 @@ public final class EngineConnector implements AutoCloseable {
     for (Rank rank : ranks) {
       RankTranslator translator = rank.translator;
       rankStatuses.add(new RankStatus(rank.rank, rank.sockets != null && rank.sockets.connected(), rank.lastSeq,
-          rank.gaps, rank.replays, rank.replayFailures, rank.clears, rank.duplicates, rank.malformed[0],
+          rank.gaps, rank.replays, rank.replayFailures, rank.replayRetries, rank.clears, rank.duplicates, rank.malformed[0],
           rank.batches, rank.events, rank.lagMillis, rank.maxLagMillis, rank.publishErrors,
           translator == null ? 0 : translator.heldBlocks(),
           translator == null ? TranslationCounters.NONE : translator.counters(),

@@ -9,7 +9,9 @@ import io.kvrouter.engines.events.TranslationCounters;
  * @param lastSeq the last engine sequence number applied, -1 before the first
  * @param gaps sequence gaps seen on the live stream
  * @param replays replay requests answered
- * @param replayFailures replay requests not answered in time (or no replay endpoint configured)
+ * @param replayFailures replays that got no answer in time from any of their attempts (or no replay endpoint
+ *     configured)
+ * @param replayRetries replay requests nothing answered in time that were asked again
  * @param clears times the connector cleared the rank: a gap the replay did not cover, an engine restart, an
  *     attach that could not continue from a checkpoint
  * @param duplicates batches dropped as already applied (the live copy of a replayed batch)
@@ -21,5 +23,5 @@ import io.kvrouter.engines.events.TranslationCounters;
  *     engine's whole history; above 0: batches before it were no longer held), -1 if it did not replay from the start
  */
 public record RankStatus(int rank, boolean connected, long lastSeq, long gaps, long replays, long replayFailures,
-    long clears, long duplicates, long malformed, long batches, long events, long lagMillis, long maxLagMillis,
-    long publishErrors, int heldBlocks, TranslationCounters translation, RankCheckpoint checkpoint, long attachedFromSeq) {}
+    long replayRetries, long clears, long duplicates, long malformed, long batches, long events, long lagMillis,
+    long maxLagMillis, long publishErrors, int heldBlocks, TranslationCounters translation, RankCheckpoint checkpoint, long attachedFromSeq) {}

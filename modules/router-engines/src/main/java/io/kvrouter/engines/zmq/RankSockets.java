@@ -47,6 +47,7 @@ public final class RankSockets implements AutoCloseable {
   private ZMQ.Socket dealer;
   private volatile boolean connected;
   private long malformedReplies;
+  private long unansweredRequests;
 
   public RankSockets(ZContext context, int rank, TcpEndpoint publisher, TcpEndpoint replayEndpoint, String topic,
       int highWaterMark, long maxMessageBytes) {
@@ -130,12 +131,28 @@ public final class RankSockets implements AutoCloseable {
   /**
    * Asks the rank's replay socket for every batch it holds from {@code fromSeq} on and hands them to
    * {@code consumer} in order, until the end marker ({@code -1}), a reply later than {@code timeoutMillis}, or
-   * {@code maxBatches}.
+   * {@code maxBatches}. A request nothing answered within the timeout is asked again on a fresh DEALER, up to
+   * {@code attempts} requests in all: a busy engine's late first answer must not cost the rank its history. Once
+   * a batch arrived, a timeout ends the replay (the consumer has seen part of it).
    */
-  public ReplayEnd replay(long fromSeq, int timeoutMillis, int maxBatches, ReplayConsumer consumer) {
+  public ReplayEnd replay(long fromSeq, int timeoutMillis, int attempts, int maxBatches, ReplayConsumer consumer) {
     if (replayEndpoint == null) {
       return ReplayEnd.FAILED;
     }
+    for (int attempt = 1; ; attempt++) {
+      ReplayEnd end = replayOnce(fromSeq, timeoutMillis, maxBatches, consumer);
+      if (end != null) {
+        return end;
+      }
+      if (attempt >= attempts) {
+        return ReplayEnd.FAILED;
+      }
+      unansweredRequests++;
+    }
+  }
+
+  /** One replay request; null when nothing answered it in time (the DEALER dropped). */
+  private ReplayEnd replayOnce(long fromSeq, int timeoutMillis, int maxBatches, ReplayConsumer consumer) {
     if (dealer == null) {
       dealer = context.createSocket(SocketType.DEALER);
       dealer.setLinger(0);
@@ -151,7 +168,7 @@ public final class RankSockets implements AutoCloseable {
       byte[] first = dealer.recv(0);
       if (first == null) {
         dropDealer();
-        return ReplayEnd.FAILED;
+        return received == 0 ? null : ReplayEnd.FAILED;
       }
       List<byte[]> frames = Frames.rest(dealer, first);
       // [delimiter, seq, payload]; a publisher that also sends the topic: [delimiter, topic, seq, payload]
@@ -175,6 +192,11 @@ public final class RankSockets implements AutoCloseable {
     }
     dropDealer();
     return ReplayEnd.STOPPED;
+  }
+
+  /** Replay requests nothing answered in time that were asked again. */
+  public long unansweredRequests() {
+    return unansweredRequests;
   }
 
   public long malformedReplies() {

@@ -284,6 +284,57 @@ class ConnectorAgainstPublisherTest {
     }
   }
 
+  /**
+   * The publisher reads the first replay request and never answers it: the connector asks again and fills the gap.
+   * (JeroMQ also loses about one first request in a hundred on a fresh DEALER to libzmq's ROUTER, which the retry
+   * covers too; so the test counts at least one retry, not exactly one.)
+   */
+  @Test
+  void aReplayRequestNobodyAnsweredIsAskedAgainAndFillsTheGap() throws Exception {
+    try (Harness h = Harness.start("vllm-map", 1, BS, 1000)) {
+      int[] a = run(1, 2 * BS);
+      int[] b = run(100, 2 * BS);
+      int[] c = run(200, 2 * BS);
+      h.publisher.batch(stored(new Object[] {1L, 2L}, null, a, BS));
+      h.awaitSeq(0, 0);
+      RankStatus before = h.rank(0);
+      h.publisher.ignoreReplays(0, 1);
+      h.publisher.batch(0, false, stored(new Object[] {3L, 4L}, 2L, b, BS));
+      h.publisher.batch(stored(new Object[] {5L, 6L}, 4L, c, BS));
+      h.awaitHeld(concat(a, b, c), 6);
+      RankStatus rank = h.rank(0);
+      assertThat(rank.gaps()).isEqualTo(1);
+      assertThat(rank.replayRetries()).isGreaterThan(before.replayRetries());
+      assertThat(rank.replays()).isEqualTo(before.replays() + 1);
+      assertThat(rank.replayFailures()).isEqualTo(before.replayFailures());
+      assertThat(rank.clears()).isZero();
+    }
+  }
+
+  @Test
+  void aGapNoReplayAttemptGotAnswerForClearsTheRank() throws Exception {
+    try (Harness h = Harness.start("vllm-map", 1, BS, 1000)) {
+      int[] a = run(1, 2 * BS);
+      int[] b = run(100, 2 * BS);
+      int[] c = run(200, 2 * BS);
+      h.publisher.batch(stored(new Object[] {1L, 2L}, null, a, BS));
+      h.awaitSeq(0, 0);
+      RankStatus before = h.rank(0);
+      h.publisher.ignoreReplays(0, Harness.SETTINGS.replayAttempts());
+      h.publisher.batch(0, false, stored(new Object[] {3L, 4L}, 2L, b, BS));
+      h.publisher.batch(stored(new Object[] {5L, 6L}, 4L, c, BS));
+      h.awaitSeq(0, 2);
+      RankStatus rank = h.rank(0);
+      assertThat(rank.replayFailures()).isEqualTo(before.replayFailures() + 1);
+      assertThat(rank.replayRetries()).isEqualTo(before.replayRetries() + Harness.SETTINGS.replayAttempts() - 1);
+      assertThat(rank.replays()).isEqualTo(before.replays());
+      assertThat(rank.clears()).isEqualTo(1);
+      // cleared: the first batch's blocks are gone, and the batch after the gap has no known parent
+      assertThat(h.held(a)).isZero();
+      assertThat(h.held(concat(a, b, c))).isZero();
+    }
+  }
+
   @Test
   void aCheckpointOfAnotherEngineIsANewEngine() throws Exception {
     try (Harness h = Harness.publisherOnly("vllm-map", 1, BS)) {

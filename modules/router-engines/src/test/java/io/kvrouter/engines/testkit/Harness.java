@@ -23,7 +23,7 @@ public final class Harness implements AutoCloseable {
   public static final Duration WAIT = Duration.ofSeconds(20);
 
   public static final ConnectorSettings SETTINGS = new ConnectorSettings(Duration.ofMillis(200),
-      Duration.ofMillis(500), Duration.ofMillis(1000), Duration.ofSeconds(2), Duration.ofSeconds(1), 10_000,
+      Duration.ofMillis(500), Duration.ofMillis(1000), 3, Duration.ofSeconds(2), Duration.ofSeconds(1), 10_000,
       64L << 20, Duration.ofMillis(200), 20_000);
 
   public final PythonPublisher publisher;

@@ -141,6 +141,11 @@ public final class PythonPublisher implements AutoCloseable {
     command(JSON.createObjectNode().put("op", "forget").put("rank", rank).put("below", below));
   }
 
+  /** The rank's next {@code count} replay requests are read and never answered (a busy or stalled engine). */
+  public void ignoreReplays(int rank, int count) {
+    command(JSON.createObjectNode().put("op", "ignore_replays").put("rank", rank).put("count", count));
+  }
+
   public void restart() {
     command(JSON.createObjectNode().put("op", "restart"));
   }
