@@ -649,7 +649,12 @@ final class ClusterBench {
       // what the majority's acknowledgement costs both paths (answers before replication: the last ones before an
       // owner's death can be lost; reference.conf, wait-for-majority)
       new RelayVariant("… + replication without waiting for the majority", TUNED_RELAY
-          + "kvrouter.replication.wait-for-majority = off\n"));
+          + "kvrouter.replication.wait-for-majority = off\n"),
+      // the majority's wait with more than one flush awaiting acknowledgements (reference.conf, flushes-in-flight)
+      new RelayVariant("… + 2 replication flushes in flight", TUNED_RELAY
+          + "kvrouter.replication.flushes-in-flight = 2\n"),
+      new RelayVariant("… + 4 replication flushes in flight", TUNED_RELAY
+          + "kvrouter.replication.flushes-in-flight = 4\n"));
 
 
   /**
