@@ -650,11 +650,21 @@ final class ClusterBench {
       // owner's death can be lost; reference.conf, wait-for-majority)
       new RelayVariant("… + replication without waiting for the majority", TUNED_RELAY
           + "kvrouter.replication.wait-for-majority = off\n"),
-      // the majority's wait with more than one flush awaiting acknowledgements (reference.conf, flushes-in-flight)
-      new RelayVariant("… + 2 replication flushes in flight", TUNED_RELAY
-          + "kvrouter.replication.flushes-in-flight = 2\n"),
-      new RelayVariant("… + 4 replication flushes in flight", TUNED_RELAY
-          + "kvrouter.replication.flushes-in-flight = 4\n"));
+      // kvrouter's records as CBOR maps keyed by component names: Pekko's Jackson modules without
+      // CompactRecordsModule
+      new RelayVariant("… + records as maps (no CompactRecordsModule)", TUNED_RELAY + jacksonModules()));
+
+  /** HOCON setting the CBOR serializer's Jackson modules to Pekko's defaults alone. */
+  private static String jacksonModules() {
+    List<String> modules = List.of("org.apache.pekko.serialization.jackson.PekkoJacksonModule",
+        "org.apache.pekko.serialization.jackson.PekkoTypedJacksonModule",
+        "org.apache.pekko.serialization.jackson.PekkoStreamJacksonModule",
+        "com.fasterxml.jackson.module.paramnames.ParameterNamesModule",
+        "com.fasterxml.jackson.datatype.jdk8.Jdk8Module", "com.fasterxml.jackson.datatype.jsr310.JavaTimeModule",
+        "com.fasterxml.jackson.module.scala.DefaultScalaModule");
+    return "pekko.serialization.jackson.jackson-modules = [" + String.join(", ",
+        modules.stream().map(m -> "\"" + m + "\"").toList()) + "]\n";
+  }
 
 
   /**

@@ -367,9 +367,8 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
 
   /**
    * Sends {@code value} at once when no peer need hold the change first (a region of one node, or replication off),
-   * else holds it for {@link #releaseHeld} and makes sure a flush carries the change soon: at once when fewer earlier
-   * flushes than {@code flushes-in-flight} await their acknowledgements, else when they come (so under load one flush
-   * carries many answers' changes).
+   * else holds it for {@link #releaseHeld} and makes sure a flush carries the change soon: at once when no earlier
+   * delta awaits its acknowledgements, else when they come (so under load one flush carries many answers' changes).
    */
   private void answerReplicated(Runnable send) {
     if (peersToWaitFor() == 0) {
@@ -381,7 +380,7 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   }
 
   private void requestFlushIfIdle() {
-    if (held.wantsFlush(env.replication().flushesInFlight()) && !flushRequested) {
+    if (!held.awaitingAcks() && held.hasUnsealed() && !flushRequested) {
       flushRequested = true;
       getContext().getSelf().tell(Flush.INSTANCE);
     }

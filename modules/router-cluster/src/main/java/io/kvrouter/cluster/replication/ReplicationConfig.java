@@ -6,17 +6,12 @@ import java.time.Duration;
 /**
  * The {@code kvrouter.replication} config block: how an owner replicates a model's state to its region.
  * {@code waitForMajority}: the owner answers a Book, Release, MarkPrefillDone, Renew and membership change only once a
- * majority of its region holds it. {@code flushesInFlight}: flushes whose held answers await acknowledgements before
- * the next one waits for an acknowledgement instead of going at once.
+ * majority of its region holds it.
  */
 public record ReplicationConfig(boolean enabled, Duration interval, Duration resendAfter, int maxChunkBytes,
-    Duration recoveryWindow, Duration recoveryQueryTimeout, boolean waitForMajority, int flushesInFlight) {
+    Duration recoveryWindow, Duration recoveryQueryTimeout, boolean waitForMajority) {
 
   public ReplicationConfig {
-    if (flushesInFlight < 1) {
-      throw new IllegalArgumentException("kvrouter.replication.flushes-in-flight must be at least 1, got "
-          + flushesInFlight);
-    }
     if (maxChunkBytes < 1024) {
       throw new IllegalArgumentException("kvrouter.replication.max-chunk-bytes must be at least 1024, got "
           + maxChunkBytes);
@@ -37,7 +32,6 @@ public record ReplicationConfig(boolean enabled, Duration interval, Duration res
     Config c = config.getConfig("kvrouter.replication");
     return new ReplicationConfig(c.getBoolean("enabled"), c.getDuration("interval"), c.getDuration("resend-after"),
         c.getBytes("max-chunk-bytes").intValue(), c.getDuration("recovery-window"),
-        c.getDuration("recovery-query-timeout"), c.getBoolean("wait-for-majority"),
-        c.getInt("flushes-in-flight"));
+        c.getDuration("recovery-query-timeout"), c.getBoolean("wait-for-majority"));
   }
 }

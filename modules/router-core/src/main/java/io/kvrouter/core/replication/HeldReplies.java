@@ -26,13 +26,14 @@ public final class HeldReplies {
     held++;
   }
 
-  /**
-   * Whether a flush should go now: replies wait for one to carry their changes, and fewer than
-   * {@code flushesInFlight} earlier flushes await their acknowledgements (else the next acknowledgement brings one,
-   * carrying every reply held meanwhile).
-   */
-  public boolean wantsFlush(int flushesInFlight) {
-    return !unsealed.isEmpty() && sealed.size() < flushesInFlight;
+  /** Replies held since the last {@link #seal}: a flush must carry their changes. */
+  public boolean hasUnsealed() {
+    return !unsealed.isEmpty();
+  }
+
+  /** Replies sealed and waiting for acknowledgements. */
+  public boolean awaitingAcks() {
+    return !sealed.isEmpty();
   }
 
   /** Answers held now, sealed or not. */

@@ -16,9 +16,10 @@ class HeldRepliesTest {
   void aReplyGoesOutOnlyOnceTheSeqItWasSealedUnderIsAcknowledged() {
     held.hold(() -> sent.add("a"));
     held.hold(() -> sent.add("b"));
-    assertThat(held.wantsFlush(1)).isTrue();
+    assertThat(held.hasUnsealed()).isTrue();
     assertThat(held.release(100)).as("not sealed yet: no flush carried the changes").isZero();
     held.seal(5);
+    assertThat(held.awaitingAcks()).isTrue();
     held.hold(() -> sent.add("c"));
     held.seal(7);
     assertThat(held.release(4)).isZero();
@@ -27,28 +28,7 @@ class HeldRepliesTest {
     assertThat(held.size()).isEqualTo(1);
     assertThat(held.release(9)).isEqualTo(1);
     assertThat(sent).containsExactly("a", "b", "c");
-    assertThat(held.size()).isZero();
-  }
-
-  @Test
-  void aFlushIsWantedWhileRepliesAreUnsealedAndFewerFlushesThanAllowedAwaitAcks() {
-    assertThat(held.wantsFlush(1)).as("nothing held").isFalse();
-    held.hold(() -> sent.add("a"));
-    assertThat(held.wantsFlush(1)).isTrue();
-    held.seal(1);
-    assertThat(held.wantsFlush(1)).as("nothing unsealed").isFalse();
-    held.hold(() -> sent.add("b"));
-    assertThat(held.wantsFlush(1)).as("one flush awaits its acks").isFalse();
-    assertThat(held.wantsFlush(2)).isTrue();
-    held.seal(2);
-    held.hold(() -> sent.add("c"));
-    assertThat(held.wantsFlush(2)).as("two flushes await their acks").isFalse();
-    held.release(1);
-    assertThat(held.wantsFlush(2)).isTrue();
-    assertThat(held.wantsFlush(1)).isFalse();
-    held.release(2);
-    assertThat(held.wantsFlush(1)).isTrue();
-    assertThat(sent).containsExactly("a", "b");
+    assertThat(held.awaitingAcks()).isFalse();
   }
 
   @Test
