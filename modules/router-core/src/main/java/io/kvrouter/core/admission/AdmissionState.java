@@ -86,9 +86,9 @@ public final class AdmissionState implements ReplicationSender.Source {
   private final BookingLedger ledger;
   private final AdmissionQueue queue;
   private final SessionBindings sessions = new SessionBindings();
-  private final Candidates scratch = new Candidates();
+  private final Candidates scratch = Candidates.inOrder();
   /** The decode half's candidates of a disaggregated Book. */
-  private final Candidates decodeScratch = new Candidates();
+  private final Candidates decodeScratch = Candidates.inOrder();
   /** Where Books' decisions are recorded (explain), or null: not recorded. */
   private DecisionLog decisions;
   private long expiredBookings;

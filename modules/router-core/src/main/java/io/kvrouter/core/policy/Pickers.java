@@ -15,7 +15,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link #CHUNK}, each thread using its own chunk: one atomic increment per pick made every concurrent Select write
  * the same cache line, which doubled a 4-worker Select's CPU cost on two cores (router-bench README, "The advisory
  * floor"). A single thread still gets consecutive numbers, so one caller replays exactly what a locked picker picks;
- * round-robin keeps one increment per pick, since its rotation is global.
+ * round-robin keeps one increment per pick, since its rotation is global, and so does a caller whose candidates pick
+ * in order ({@link ScoredCandidates#picksInOrder}: the admission actor, which runs on whichever dispatcher thread is
+ * free), so its picks are the same whatever threads ran it.
  */
 public final class Pickers {
   /** Pick numbers a thread claims at once from a lock-free picker's shared counter. */
@@ -141,8 +143,8 @@ public final class Pickers {
       this.atomicPicks = new AtomicLong(state.picks());
     }
 
-    private long nextPick() {
-      if (policy.rotation()) {
+    private long nextPick(boolean inOrder) {
+      if (policy.rotation() || inOrder) {
         return atomicPicks.getAndIncrement();
       }
       long[] own = chunk.get();
@@ -165,7 +167,7 @@ public final class Pickers {
 
     @Override
     public int pick(ScoredCandidates c) {
-      return policy.pick(seed, nextPick(), c);
+      return policy.pick(seed, nextPick(c.picksInOrder()), c);
     }
 
     @Override

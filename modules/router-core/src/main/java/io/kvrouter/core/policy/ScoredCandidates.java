@@ -29,6 +29,15 @@ public interface ScoredCandidates {
    * The fewest active prefill tokens of any candidate: the floor from which the kv cost's overlap-credit decay
    * measures a rank's prefill backlog. 0 when there is no candidate.
    */
+  /**
+   * Whether these candidates' caller picks one selection at a time, from whichever thread runs it (the admission
+   * actor): a lock-free picker then gives it the next unclaimed pick number instead of the calling thread's chunk,
+   * so its picks do not depend on which threads it ran on.
+   */
+  default boolean picksInOrder() {
+    return false;
+  }
+
   default long minPrefillTokens() {
     long min = Long.MAX_VALUE;
     for (int i = 0; i < size(); i++) {

@@ -28,17 +28,40 @@ public final class Candidates implements ScoredCandidates {
   private int filteredCount;
   private int[] filteredRank = new int[0];
   private byte[] filteredReason = new byte[0];
+  private final boolean picksInOrder;
 
   private static final ThreadLocal<Candidates> PER_THREAD = ThreadLocal.withInitial(Candidates::new);
 
   private static final ThreadLocal<Candidates> DECODE_PER_THREAD = ThreadLocal.withInitial(Candidates::new);
 
-  /** The calling thread's scratch; an inline Select uses it so the hot path allocates no buffers. */
+  /** Scratch for a caller on many threads at once (an inline Select's thread-local one). */
+  public Candidates() {
+    this(false);
+  }
+
+  private Candidates(boolean picksInOrder) {
+    this.picksInOrder = picksInOrder;
+  }
+
+  /**
+   * Scratch for one caller that picks one selection at a time from whichever thread runs it (the admission actor):
+   * its picks take the picker's pick numbers in order ({@link ScoredCandidates#picksInOrder}).
+   */
+  public static Candidates inOrder() {
+    return new Candidates(true);
+  }
+
+  @Override
+  public boolean picksInOrder() {
+    return picksInOrder;
+  }
+
   /** The scratch {@link Scoring} of this selection, filled by {@link Selector}. */
   Scoring scoring() {
     return scoring;
   }
 
+  /** The calling thread's scratch; an inline Select uses it so the hot path allocates no buffers. */
   public static Candidates forCurrentThread() {
     return PER_THREAD.get();
   }

@@ -204,6 +204,43 @@ class PickersTest {
     assertThat(picker.state().picks()).isEqualTo(2L * Pickers.CHUNK);
   }
 
+  /**
+   * One caller picking in order (the admission actor, which each message may run on another thread) gets the same
+   * picks whichever threads ran them: the picks of one sequence spread over fresh threads equal one thread's, and
+   * the state is exactly the picks made. The same sequence without in-order candidates on fresh threads takes a new
+   * chunk per thread and picks otherwise.
+   */
+  @Test
+  void aCallerPickingInOrderPicksAlikeWhateverThreadsRunIt() throws Exception {
+    int picks = 3 * Pickers.CHUNK;
+    double[] ties = new double[1000];
+    Picker oneThread = Pickers.create(Policy.RANDOM, new PickerState(11, 0));
+    Candidates alone = CandidatesForTests.inOrderWithCosts(ties);
+    int[] expected = new int[picks];
+    for (int i = 0; i < picks; i++) {
+      expected[i] = oneThread.pick(alone);
+    }
+    Picker hopping = Pickers.create(Policy.RANDOM, new PickerState(11, 0));
+    Picker hoppingByChunks = Pickers.create(Policy.RANDOM, new PickerState(11, 0));
+    Candidates inOrder = CandidatesForTests.inOrderWithCosts(ties);
+    Candidates byThread = CandidatesForTests.withCosts(ties);
+    int[] hopped = new int[picks];
+    int[] hoppedByChunks = new int[picks];
+    for (int i = 0; i < picks; i++) {
+      int at = i;
+      // a fresh thread per pick, as a dispatcher may hand each message to another of its threads
+      Thread thread = new Thread(() -> {
+        hopped[at] = hopping.pick(inOrder);
+        hoppedByChunks[at] = hoppingByChunks.pick(byThread);
+      });
+      thread.start();
+      thread.join(30_000);
+    }
+    assertThat(hopped).isEqualTo(expected);
+    assertThat(hopping.state()).isEqualTo(new PickerState(11, picks));
+    assertThat(hoppedByChunks).isNotEqualTo(expected);
+  }
+
   /** Concurrent round-robin picks without a lock still hand out every cursor value exactly once. */
   @Test
   void lockFreeRoundRobinSplitsExactlyAcrossThreads() throws Exception {

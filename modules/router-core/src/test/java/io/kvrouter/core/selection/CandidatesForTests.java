@@ -5,7 +5,15 @@ public final class CandidatesForTests {
   private CandidatesForTests() {}
 
   public static Candidates withCosts(double... costs) {
-    Candidates c = new Candidates();
+    return withCosts(new Candidates(), costs);
+  }
+
+  /** As {@link #withCosts(double...)}, for one caller that picks in order ({@link Candidates#inOrder}). */
+  public static Candidates inOrderWithCosts(double... costs) {
+    return withCosts(Candidates.inOrder(), costs);
+  }
+
+  private static Candidates withCosts(Candidates c, double... costs) {
     c.reset(costs.length);
     for (int i = 0; i < costs.length; i++) {
       c.add(i, 0, 0, 0);
