@@ -85,6 +85,8 @@ public final class EngineMeters {
           c -> rank(c, rank).replays()));
       list.add(counter(target, "kvrouter.engine.replay.failures", "Replays not answered", rankTags, connector,
           c -> rank(c, rank).replayFailures()));
+      list.add(counter(target, "kvrouter.engine.caught.up.batches", "Batches the live stream missed that an idle "
+          + "rank's catch-up replay applied", rankTags, connector, c -> rank(c, rank).caughtUpBatches()));
       list.add(counter(target, "kvrouter.engine.clears", "Times the connector cleared the rank", rankTags,
           connector, c -> rank(c, rank).clears()));
       list.add(counter(target, "kvrouter.engine.malformed", "Messages that were not an engine batch", rankTags,

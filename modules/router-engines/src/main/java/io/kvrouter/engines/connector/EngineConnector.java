@@ -150,6 +150,9 @@ public final class EngineConnector implements AutoCloseable {
     volatile long replays;
     volatile long replayFailures;
     volatile long replayRetries;
+    volatile long caughtUpBatches;
+    /** When the rank last got a live batch or a replay answered (clock millis): an idle rank is caught up after. */
+    long heardAtMillis;
     volatile long clears;
     volatile long duplicates;
     volatile long batches;
@@ -429,6 +432,10 @@ public final class EngineConnector implements AutoCloseable {
           live(rank, message);
         }
       }
+      if (registered != null && running && rank.sync == Sync.NONE && rank.sockets.hasReplay()
+          && clock.getAsLong() - rank.heardAtMillis >= settings.catchUpAfter().toMillis()) {
+        catchUp(rank);
+      }
     }
   }
 
@@ -436,6 +443,7 @@ public final class EngineConnector implements AutoCloseable {
 
   private void live(Rank rank, RankSockets.Message message) {
     long seq = message.seq();
+    rank.heardAtMillis = clock.getAsLong();
     if (rank.lastLiveSeq >= 0 && seq <= rank.lastLiveSeq) {
       rank.pending = message;
       newEngine("rank " + rank.rank + "'s sequence went back from " + rank.lastLiveSeq + " to " + seq);
@@ -469,6 +477,23 @@ public final class EngineConnector implements AutoCloseable {
    * false when that showed a new engine (the caller stops handling the message).
    */
   private boolean recover(Rank rank, long liveSeq) {
+    return recover(rank, liveSeq, false);
+  }
+
+  /**
+   * A rank that heard nothing for {@code catch-up-after} asks the replay for the batches after its last one: the SUB
+   * socket drops what arrives before its subscription takes effect and what overflows its queue, and a batch lost at
+   * the end of a burst is otherwise seen only when the next one arrives (an idle engine: never). Usually the answer
+   * is the last batch alone (its digest checked: another there is a new engine); what follows it is applied and
+   * counted in {@code caughtUpBatches}.
+   */
+  private void catchUp(Rank rank) {
+    long before = rank.batches;
+    recover(rank, Long.MAX_VALUE, true);
+    rank.caughtUpBatches += Math.max(0, rank.batches - before);
+  }
+
+  private boolean recover(Rank rank, long liveSeq, boolean catchUp) {
     boolean verify = rank.lastSeq >= 0;
     long from = Math.max(rank.lastSeq, 0);
     long expectedFirst = rank.lastSeq + 1;
@@ -495,7 +520,15 @@ public final class EngineConnector implements AutoCloseable {
           }
           return running && seq < liveSeq - 1;
         });
-    countReplay(rank, end);
+    if (catchUp) {
+      rank.heardAtMillis = clock.getAsLong();
+      rank.replayRetries = rank.sockets.unansweredRequests();
+      if (end == RankSockets.ReplayEnd.FAILED) {
+        rank.replayFailures++;
+      }
+    } else {
+      countReplay(rank, end);
+    }
     if (restarted[0] || (verify && end == RankSockets.ReplayEnd.ENDED && first[0])) {
       rank.pending = null;
       newEngine("rank " + rank.rank + "'s replay holds another batch under sequence " + from);
@@ -619,6 +652,7 @@ public final class EngineConnector implements AutoCloseable {
   }
 
   private void countReplay(Rank rank, RankSockets.ReplayEnd end) {
+    rank.heardAtMillis = clock.getAsLong();
     rank.replayRetries = rank.sockets.unansweredRequests();
     if (end == RankSockets.ReplayEnd.FAILED) {
       rank.replayFailures++;
@@ -810,7 +844,7 @@ public final class EngineConnector implements AutoCloseable {
     for (Rank rank : ranks) {
       RankTranslator translator = rank.translator;
       rankStatuses.add(new RankStatus(rank.rank, rank.sockets != null && rank.sockets.connected(), rank.lastSeq,
-          rank.gaps, rank.replays, rank.replayFailures, rank.replayRetries, rank.clears, rank.duplicates, rank.malformed[0],
+          rank.gaps, rank.replays, rank.replayFailures, rank.replayRetries, rank.caughtUpBatches, rank.clears, rank.duplicates, rank.malformed[0],
           rank.batches, rank.events, rank.lagMillis, rank.maxLagMillis, rank.publishErrors,
           translator == null ? 0 : translator.heldBlocks(),
           translator == null ? TranslationCounters.NONE : translator.counters(),

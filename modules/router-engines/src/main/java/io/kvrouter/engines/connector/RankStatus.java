@@ -12,6 +12,7 @@ import io.kvrouter.engines.events.TranslationCounters;
  * @param replayFailures replays that got no answer in time from any of their attempts (or no replay endpoint
  *     configured)
  * @param replayRetries replay requests nothing answered in time that were asked again
+ * @param caughtUpBatches batches the live stream missed that an idle rank's catch-up replay applied
  * @param clears times the connector cleared the rank: a gap the replay did not cover, an engine restart, an
  *     attach that could not continue from a checkpoint
  * @param duplicates batches dropped as already applied (the live copy of a replayed batch)
@@ -23,5 +24,5 @@ import io.kvrouter.engines.events.TranslationCounters;
  *     engine's whole history; above 0: batches before it were no longer held), -1 if it did not replay from the start
  */
 public record RankStatus(int rank, boolean connected, long lastSeq, long gaps, long replays, long replayFailures,
-    long replayRetries, long clears, long duplicates, long malformed, long batches, long events, long lagMillis,
+    long replayRetries, long caughtUpBatches, long clears, long duplicates, long malformed, long batches, long events, long lagMillis,
     long maxLagMillis, long publishErrors, int heldBlocks, TranslationCounters translation, RankCheckpoint checkpoint, long attachedFromSeq) {}

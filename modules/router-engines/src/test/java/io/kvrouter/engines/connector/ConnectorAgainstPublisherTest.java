@@ -335,6 +335,38 @@ class ConnectorAgainstPublisherTest {
     }
   }
 
+  /**
+   * Batches the live stream never delivered (published to the replay buffer only, as ZMQ's SUB drops what arrives
+   * before its subscription takes effect) and no later batch to reveal the gap: the idle rank's catch-up replay
+   * applies them. Then an engine that restarted while idle (another batch under the last seq) is a new engine.
+   */
+  @Test
+  void anIdleRankCatchesUpWithBatchesTheLiveStreamMissed() throws Exception {
+    try (Harness h = Harness.publisherOnly("vllm-map", 1, BS)) {
+      h.connect(h.spec(1000, 1, true), Map.of(), Harness.catchingUpAfter(java.time.Duration.ofMillis(300)));
+      int[] a = run(1, 2 * BS);
+      int[] b = run(100, 2 * BS);
+      h.publisher.batch(stored(new Object[] {1L, 2L}, null, a, BS));
+      h.awaitSeq(0, 0);
+      long replaysBefore = h.rank(0).replays();
+      h.publisher.batch(0, false, stored(new Object[] {3L, 4L}, 2L, b, BS));
+      h.awaitHeld(concat(a, b), 4);
+      RankStatus rank = h.rank(0);
+      assertThat(rank.lastSeq()).isEqualTo(1);
+      assertThat(rank.caughtUpBatches()).isEqualTo(1);
+      assertThat(rank.gaps()).isZero();
+      assertThat(rank.clears()).isZero();
+      assertThat(rank.replays()).as("catch-ups are not counted as gap replays").isEqualTo(replaysBefore);
+
+      h.publisher.restart();
+      h.publisher.batch(0, false, stored(new Object[] {21L}, null, run(700, BS), BS));
+      h.publisher.batch(0, false, stored(new Object[] {22L}, null, run(800, BS), BS));
+      await().atMost(Harness.WAIT).until(() -> h.connector.status().engineRestarts() == 1);
+      h.awaitHeld(run(800, BS), 1);
+      assertThat(h.held(a)).isZero();
+    }
+  }
+
   @Test
   void aCheckpointOfAnotherEngineIsANewEngine() throws Exception {
     try (Harness h = Harness.publisherOnly("vllm-map", 1, BS)) {

@@ -22,9 +22,14 @@ public final class Harness implements AutoCloseable {
   public static final String WORKER = "vllm-0";
   public static final Duration WAIT = Duration.ofSeconds(20);
 
-  public static final ConnectorSettings SETTINGS = new ConnectorSettings(Duration.ofMillis(200),
-      Duration.ofMillis(500), Duration.ofMillis(1000), 3, Duration.ofSeconds(2), Duration.ofSeconds(1), 10_000,
-      64L << 20, Duration.ofMillis(200), 20_000);
+  /** The tests' timings; no catch-up replay (an hour), so the replays a test counts are its own. */
+  public static final ConnectorSettings SETTINGS = catchingUpAfter(Duration.ofHours(1));
+
+  /** {@link #SETTINGS} with an idle rank caught up after {@code idle}. */
+  public static ConnectorSettings catchingUpAfter(Duration idle) {
+    return new ConnectorSettings(Duration.ofMillis(200), Duration.ofMillis(500), Duration.ofMillis(1000), 3, idle,
+        Duration.ofSeconds(2), Duration.ofSeconds(1), 10_000, 64L << 20, Duration.ofMillis(200), 20_000);
+  }
 
   public final PythonPublisher publisher;
   public final IndexSink sink;
@@ -58,7 +63,12 @@ public final class Harness implements AutoCloseable {
   }
 
   public EngineConnector connect(EngineSpec spec, Map<Integer, RankCheckpoint> checkpoints) {
-    connector = new EngineConnector(spec, "test-node", "test-node", "test", sink, SETTINGS, checkpoints,
+    return connect(spec, checkpoints, SETTINGS);
+  }
+
+  public EngineConnector connect(EngineSpec spec, Map<Integer, RankCheckpoint> checkpoints,
+      ConnectorSettings settings) {
+    connector = new EngineConnector(spec, "test-node", "test-node", "test", sink, settings, checkpoints,
         System::currentTimeMillis, EngineConnector.BatchListener.NONE);
     connector.start();
     await().atMost(WAIT).until(() -> connector.phase() == EngineConnector.Phase.RUNNING
