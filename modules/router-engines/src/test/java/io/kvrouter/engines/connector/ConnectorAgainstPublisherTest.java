@@ -292,16 +292,8 @@ class ConnectorAgainstPublisherTest {
   @Test
   void aReplayRequestNobodyAnsweredIsAskedAgainAndFillsTheGap() throws Exception {
     try (Harness h = Harness.start("vllm-map", 1, BS, 1000)) {
-      int[] a = run(1, 2 * BS);
-      int[] b = run(100, 2 * BS);
-      int[] c = run(200, 2 * BS);
-      h.publisher.batch(stored(new Object[] {1L, 2L}, null, a, BS));
-      h.awaitSeq(0, 0);
-      RankStatus before = h.rank(0);
-      h.publisher.ignoreReplays(0, 1);
-      h.publisher.batch(0, false, stored(new Object[] {3L, 4L}, 2L, b, BS));
-      h.publisher.batch(stored(new Object[] {5L, 6L}, 4L, c, BS));
-      h.awaitHeld(concat(a, b, c), 6);
+      RankStatus before = gapBehindUnansweredReplays(h, 1);
+      h.awaitHeld(concat(A, B, C), 6);
       RankStatus rank = h.rank(0);
       assertThat(rank.gaps()).isEqualTo(1);
       assertThat(rank.replayRetries()).isGreaterThan(before.replayRetries());
@@ -314,15 +306,7 @@ class ConnectorAgainstPublisherTest {
   @Test
   void aGapNoReplayAttemptGotAnswerForClearsTheRank() throws Exception {
     try (Harness h = Harness.start("vllm-map", 1, BS, 1000)) {
-      int[] a = run(1, 2 * BS);
-      int[] b = run(100, 2 * BS);
-      int[] c = run(200, 2 * BS);
-      h.publisher.batch(stored(new Object[] {1L, 2L}, null, a, BS));
-      h.awaitSeq(0, 0);
-      RankStatus before = h.rank(0);
-      h.publisher.ignoreReplays(0, Harness.SETTINGS.replayAttempts());
-      h.publisher.batch(0, false, stored(new Object[] {3L, 4L}, 2L, b, BS));
-      h.publisher.batch(stored(new Object[] {5L, 6L}, 4L, c, BS));
+      RankStatus before = gapBehindUnansweredReplays(h, Harness.SETTINGS.replayAttempts());
       h.awaitSeq(0, 2);
       RankStatus rank = h.rank(0);
       assertThat(rank.replayFailures()).isEqualTo(before.replayFailures() + 1);
@@ -330,9 +314,27 @@ class ConnectorAgainstPublisherTest {
       assertThat(rank.replays()).isEqualTo(before.replays());
       assertThat(rank.clears()).isEqualTo(1);
       // cleared: the first batch's blocks are gone, and the batch after the gap has no known parent
-      assertThat(h.held(a)).isZero();
-      assertThat(h.held(concat(a, b, c))).isZero();
+      assertThat(h.held(A)).isZero();
+      assertThat(h.held(concat(A, B, C))).isZero();
     }
+  }
+
+  private static final int[] A = run(1, 2 * BS);
+  private static final int[] B = run(100, 2 * BS);
+  private static final int[] C = run(200, 2 * BS);
+
+  /**
+   * Batch 0 (A) applied, then the publisher told to leave {@code unanswered} replay requests unanswered, batch 1 (B)
+   * only buffered for replay and batch 2 (C) live: a gap the connector must replay. Returns the rank's status before.
+   */
+  private static RankStatus gapBehindUnansweredReplays(Harness h, int unanswered) {
+    h.publisher.batch(stored(new Object[] {1L, 2L}, null, A, BS));
+    h.awaitSeq(0, 0);
+    RankStatus before = h.rank(0);
+    h.publisher.ignoreReplays(0, unanswered);
+    h.publisher.batch(0, false, stored(new Object[] {3L, 4L}, 2L, B, BS));
+    h.publisher.batch(stored(new Object[] {5L, 6L}, 4L, C, BS));
+    return before;
   }
 
   /**
