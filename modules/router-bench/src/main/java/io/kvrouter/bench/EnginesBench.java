@@ -360,7 +360,8 @@ final class EnginesBench {
 
   private static ConnectorSettings settings() {
     return new ConnectorSettings(Duration.ofSeconds(1), Duration.ofMillis(900), Duration.ofSeconds(2), 3,
-        Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10), 10_000, 64L << 20, Duration.ofSeconds(1), 20_000);
+        Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10), 10_000, 64L << 20, Duration.ofSeconds(1),
+        20_000);
   }
 
   private static void register(EngineSink sink, String worker, int totalKvBlocks) throws Exception {

@@ -16,8 +16,9 @@ import java.util.Arrays;
  * map keyed by component names: a replication delta or a relayed Book carries no field names, so it is smaller and
  * cheaper to encode and decode. The canonical constructor is the creator (a record with more constructors would
  * otherwise find none). A record with a component of its own type stays a map: Jackson's array reader for a type
- * that nests itself is built before its creator is known and cannot read the nested value. A record's components are only ever appended: an older node reading
- * a newer array ignores the values past the components it knows, a newer one reading an older array gets defaults.
+ * that nests itself is built before its creator is known and cannot read the nested value. A record's components
+ * are only ever appended: an older node reading a newer array ignores the values past the components it knows, a
+ * newer one reading an older array gets defaults.
  */
 public final class CompactRecordsModule extends SimpleModule {
   public CompactRecordsModule() {

@@ -16,8 +16,8 @@ import java.time.Duration;
  * @param retryInterval between failed registrations
  */
 public record ConnectorSettings(Duration scrapeInterval, Duration scrapeTimeout, Duration replayTimeout,
-    int replayAttempts, Duration catchUpAfter, Duration callTimeout, Duration heartbeatTimeout, int receiveHighWaterMark, long maxMessageBytes,
-    Duration retryInterval, int maxReplayBatches) {
+    int replayAttempts, Duration catchUpAfter, Duration callTimeout, Duration heartbeatTimeout,
+    int receiveHighWaterMark, long maxMessageBytes, Duration retryInterval, int maxReplayBatches) {
 
   public static ConnectorSettings fromConfig(Config config) {
     Config engines = config.getConfig("kvrouter.engines");

@@ -500,7 +500,7 @@ public final class EngineConnector implements AutoCloseable {
     long digest = rank.lastDigest;
     boolean[] first = {true};
     boolean[] restarted = {false};
-    RankSockets.ReplayEnd end = rank.sockets.replay(from, timeoutMillis(), settings.replayAttempts(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = replay(rank, from,
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
@@ -576,7 +576,7 @@ public final class EngineConnector implements AutoCloseable {
     boolean[] first = {true};
     boolean[] verified = {false};
     boolean[] restarted = {false};
-    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.replayAttempts(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = replay(rank, 0,
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
@@ -634,7 +634,7 @@ public final class EngineConnector implements AutoCloseable {
     rank.lastSeq = -1;
     rank.lastLiveSeq = -1;
     boolean[] first = {true};
-    RankSockets.ReplayEnd end = rank.sockets.replay(0, timeoutMillis(), settings.replayAttempts(), settings.maxReplayBatches(),
+    RankSockets.ReplayEnd end = replay(rank, 0,
         (seq, payload) -> {
           if (first[0]) {
             first[0] = false;
@@ -781,8 +781,10 @@ public final class EngineConnector implements AutoCloseable {
     }
   }
 
-  private int timeoutMillis() {
-    return (int) Math.min(Integer.MAX_VALUE, settings.replayTimeout().toMillis());
+  /** A replay of {@code rank} from {@code fromSeq} with the configured timeout, attempts and batch bound. */
+  private RankSockets.ReplayEnd replay(Rank rank, long fromSeq, RankSockets.ReplayConsumer consumer) {
+    int timeoutMillis = (int) Math.min(Integer.MAX_VALUE, settings.replayTimeout().toMillis());
+    return rank.sockets.replay(fromSeq, timeoutMillis, settings.replayAttempts(), settings.maxReplayBatches(), consumer);
   }
 
   private void pause(long millis) {
@@ -844,8 +846,8 @@ public final class EngineConnector implements AutoCloseable {
     for (Rank rank : ranks) {
       RankTranslator translator = rank.translator;
       rankStatuses.add(new RankStatus(rank.rank, rank.sockets != null && rank.sockets.connected(), rank.lastSeq,
-          rank.gaps, rank.replays, rank.replayFailures, rank.replayRetries, rank.caughtUpBatches, rank.clears, rank.duplicates, rank.malformed[0],
-          rank.batches, rank.events, rank.lagMillis, rank.maxLagMillis, rank.publishErrors,
+          rank.gaps, rank.replays, rank.replayFailures, rank.replayRetries, rank.caughtUpBatches, rank.clears,
+          rank.duplicates, rank.malformed[0], rank.batches, rank.events, rank.lagMillis, rank.maxLagMillis, rank.publishErrors,
           translator == null ? 0 : translator.heldBlocks(),
           translator == null ? TranslationCounters.NONE : translator.counters(),
           rank.checkpoint == null ? new RankCheckpoint(rank.rank, -1, 0, rank.nextId) : rank.checkpoint,

@@ -24,5 +24,6 @@ import io.kvrouter.engines.events.TranslationCounters;
  *     engine's whole history; above 0: batches before it were no longer held), -1 if it did not replay from the start
  */
 public record RankStatus(int rank, boolean connected, long lastSeq, long gaps, long replays, long replayFailures,
-    long replayRetries, long caughtUpBatches, long clears, long duplicates, long malformed, long batches, long events, long lagMillis,
-    long maxLagMillis, long publishErrors, int heldBlocks, TranslationCounters translation, RankCheckpoint checkpoint, long attachedFromSeq) {}
+    long replayRetries, long caughtUpBatches, long clears, long duplicates, long malformed, long batches, long events,
+    long lagMillis, long maxLagMillis, long publishErrors, int heldBlocks, TranslationCounters translation,
+    RankCheckpoint checkpoint, long attachedFromSeq) {}
