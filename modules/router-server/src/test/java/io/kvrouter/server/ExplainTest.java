@@ -103,6 +103,24 @@ class ExplainTest {
     assertThat(route.body()).contains("\"costTerms\"", "\"hasRunnerUp\"", "\"filtered\"", "\"unixMs\"");
   }
 
+  /** With load_bound_window on, a released booking's rank keeps a recent booking that the explanation shows. */
+  @Test
+  void aCandidatesRecentBookingsAreExplained() {
+    String model = model("recent-bookings");
+    join(router.admin.setPolicy(io.kvrouter.api.v1.SetPolicyRequest.newBuilder().setModel(model).setPolicy("kv")
+        .putParameters("load_bound_window", "600").build()));
+    io.kvrouter.api.v1.Booking booked = join(router.router.book(RouteRequest.newBuilder().setModel(model)
+        .setRequestId("r1").setIslTokens(64).setPinnedWorker("w1").build()));
+    assertThat(join(router.router.release(io.kvrouter.api.v1.BookingRef.newBuilder().setModel(model)
+        .setRequestId("r1").setAttempt(booked.getAttempt()).build())).getApplied()).isTrue();
+    Explanation e = join(router.router.select(RouteRequest.newBuilder().setModel(model).setIslTokens(64)
+        .setExplain(true).build())).getExplanation();
+    assertThat(e.getCandidatesList()).extracting(CandidateExplanation::getWorkerId,
+        c -> c.getRecentBookings() > 0.99 && c.getRecentBookings() <= 1, CandidateExplanation::getInFlight)
+        .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple("w1", true, 0),
+            org.assertj.core.groups.Tuple.tuple("w2", false, 0));
+  }
+
   @Test
   void aSelectCarriesItsExplanationOnlyWhenItAsks() {
     String model = model("flag");

@@ -529,11 +529,11 @@ public final class AdmissionState implements ReplicationSender.Source {
     if (selection.disaggregated()) {
       // the prefill rank holds the prompt's prefill (no blocks: Dynamo's prefill router tracks no active blocks), the
       // decode rank the request's blocks (no prefill: it receives the KV)
-      RankLoad prefillAfter = membership.addLoad(selection.rank(), 1, prefill, 0);
-      RankLoad decodeAfter = membership.addLoad(selection.decode().rank(), 1, 0, decode);
+      RankLoad prefillAfter = membership.addBooking(selection.rank(), prefill, 0, now);
+      RankLoad decodeAfter = membership.addBooking(selection.decode().rank(), 0, decode, now);
       booked = selection.withLoad(prefillAfter).withDecode(selection.decode().withLoad(decodeAfter));
     } else {
-      booked = selection.withLoad(membership.addLoad(selection.rank(), 1, prefill, decode));
+      booked = selection.withLoad(membership.addBooking(selection.rank(), prefill, decode, now));
     }
     Booking booking = ledger.open(request.requestId(), selection.rank(), prefill, decode, now, queuedMicros,
         booked, nonce, request.retry(), now + settings.lease().toMillis(), request.blockHashes(), policyClass);

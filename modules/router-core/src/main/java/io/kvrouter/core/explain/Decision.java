@@ -35,11 +35,12 @@ public final class Decision {
   private final int[] ints;
   private final long[] loads;
   private final double[] costs;
+  private final double[] recentBookings;
   private final int chosen;
   private final int candidatesTotal;
   private final long minPrefillTokens;
   private final int cachedDepth;
-  private final long totalInFlight;
+  private final double totalBoundLoad;
   private final int deepestDeviceOverlap;
   private final int deepestDeviceOverlapCount;
   private final int[] filteredRanks;
@@ -47,8 +48,8 @@ public final class Decision {
   private final int filteredTotal;
 
   Decision(DecisionKind kind, long unixMs, long nanos, SelectionView view, SelectionRequest request, QueueWait queue,
-      int[] ints, long[] loads, double[] costs, int chosen, int candidatesTotal, long minPrefillTokens,
-      int cachedDepth, long totalInFlight, int deepestDeviceOverlap, int deepestDeviceOverlapCount,
+      int[] ints, long[] loads, double[] costs, double[] recentBookings, int chosen, int candidatesTotal,
+      long minPrefillTokens, int cachedDepth, double totalBoundLoad, int deepestDeviceOverlap, int deepestDeviceOverlapCount,
       int[] filteredRanks, byte[] filteredReasons, int filteredTotal) {
     this.kind = kind;
     this.unixMs = unixMs;
@@ -59,11 +60,12 @@ public final class Decision {
     this.ints = ints;
     this.loads = loads;
     this.costs = costs;
+    this.recentBookings = recentBookings;
     this.chosen = chosen;
     this.candidatesTotal = candidatesTotal;
     this.minPrefillTokens = minPrefillTokens;
     this.cachedDepth = cachedDepth;
-    this.totalInFlight = totalInFlight;
+    this.totalBoundLoad = totalBoundLoad;
     this.deepestDeviceOverlap = deepestDeviceOverlap;
     this.deepestDeviceOverlapCount = deepestDeviceOverlapCount;
     this.filteredRanks = filteredRanks;
@@ -105,7 +107,7 @@ public final class Decision {
       candidates.add(new Explanation.CandidateExplanation(view.rank(ints[k * INTS]), recorded.inFlight(k),
           recorded.prefillTokens(k), recorded.decodeBlocks(k), recorded.deviceOverlap(k), recorded.hostOverlap(k),
           recorded.diskOverlap(k), recorded.activeMatched(k), costs[k], costTerms(policy, recorded, k),
-          k == chosen));
+          k == chosen, recentBookings[k]));
       if (k != chosen && (!hasRunnerUp || costs[k] < runnerUp)) {
         hasRunnerUp = true;
         runnerUp = costs[k];
@@ -208,8 +210,13 @@ public final class Decision {
     }
 
     @Override
-    public long totalInFlight() {
-      return totalInFlight;
+    public double recentBookings(int k) {
+      return recentBookings[k];
+    }
+
+    @Override
+    public double totalBoundLoad() {
+      return totalBoundLoad;
     }
 
     @Override

@@ -31,10 +31,11 @@ final class DecisionBuffer {
   int[] ints = NO_INTS;
   long[] loads = NO_LONGS;
   double[] costs = NO_DOUBLES;
+  double[] recentBookings = NO_DOUBLES;
   /** Over every candidate, not only those kept: what the kv cost's decay and shared credit read. */
   long minPrefillTokens;
   int cachedDepth;
-  long totalInFlight;
+  double totalBoundLoad;
   int deepestDeviceOverlap;
   int deepestDeviceOverlapCount;
   int filteredCount;
@@ -61,6 +62,7 @@ final class DecisionBuffer {
       ints = new int[kept * INTS];
       loads = new long[kept * 2];
       costs = new double[kept];
+      recentBookings = new double[kept];
     }
     int[] order = total <= Decision.MAX_RANKS ? null : cheapestWithPick(c);
     int picked = -1;
@@ -76,6 +78,7 @@ final class DecisionBuffer {
       loads[2 * k] = c.prefillTokens(i);
       loads[2 * k + 1] = c.decodeBlocks(i);
       costs[k] = c.cost(i);
+      recentBookings[k] = c.recentBookings(i);
       if (i == c.chosen()) {
         picked = k;
       }
@@ -105,13 +108,13 @@ final class DecisionBuffer {
   private void aggregates(Candidates c) {
     long minPrefill = Long.MAX_VALUE;
     int depth = 0;
-    long inFlight = 0;
+    double boundLoad = 0;
     int deepest = 0;
     int deepestCount = 0;
     for (int i = 0; i < c.size(); i++) {
       minPrefill = Math.min(minPrefill, c.prefillTokens(i));
       depth = Math.max(depth, c.deviceOverlap(i) + c.hostOverlap(i) + c.diskOverlap(i));
-      inFlight += c.inFlight(i);
+      boundLoad += c.boundLoad(i);
       int device = c.deviceOverlap(i);
       if (device > deepest) {
         deepest = device;
@@ -122,7 +125,7 @@ final class DecisionBuffer {
     }
     minPrefillTokens = c.size() == 0 ? 0 : minPrefill;
     cachedDepth = depth;
-    totalInFlight = inFlight;
+    totalBoundLoad = boundLoad;
     deepestDeviceOverlap = deepest;
     deepestDeviceOverlapCount = deepestCount;
   }
@@ -152,8 +155,8 @@ final class DecisionBuffer {
     int kept = size;
     int filteredKept = filteredCount;
     return new Decision(kind, unixMs, nanos, view, request, queue, Arrays.copyOf(ints, kept * INTS),
-        Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), chosen, candidatesTotal, minPrefillTokens,
-        cachedDepth, totalInFlight, deepestDeviceOverlap, deepestDeviceOverlapCount,
+        Arrays.copyOf(loads, kept * 2), Arrays.copyOf(costs, kept), Arrays.copyOf(recentBookings, kept), chosen,
+        candidatesTotal, minPrefillTokens, cachedDepth, totalBoundLoad, deepestDeviceOverlap, deepestDeviceOverlapCount,
         Arrays.copyOf(filteredRanks, filteredKept), Arrays.copyOf(filteredReasons, filteredKept), filteredTotal);
   }
 }

@@ -36,7 +36,11 @@ public record Explanation(
     String node,
     QueueWait queue) {
 
-  /** One candidate rank; {@code costTerms} add up to {@code cost} (kv: prefill, decode, active; in_flight). */
+  /**
+   * One candidate rank; {@code costTerms} add up to {@code cost} (kv: prefill, decode, active; in_flight).
+   * {@code recentBookings}: its decayed count of recent bookings, which the kv load bound counts beside its in-flight
+   * requests (0 while {@code load_bound_window} is off).
+   */
   public record CandidateExplanation(
       Rank rank,
       int inFlight,
@@ -48,7 +52,8 @@ public record Explanation(
       int activeMatched,
       double cost,
       Map<String, Double> costTerms,
-      boolean picked) {}
+      boolean picked,
+      double recentBookings) {}
 
   /** A rank the filters left out; {@code reason} is a {@link io.kvrouter.core.selection.FilterReason} name. */
   public record FilteredRank(Rank rank, String reason) {}

@@ -234,7 +234,20 @@ public final class Membership {
   /** Adds to a rank's booked load and returns the record now in its cell. */
   public RankLoad addLoad(Rank rank, int requests, long prefill, long decode) {
     LoadCell cell = cells.get(rank);
-    RankLoad next = cell.booked().plus(++loadSeq, requests, prefill, decode);
+    return applyLoad(rank, cell, cell.booked().plus(++loadSeq, requests, prefill, decode));
+  }
+
+  /**
+   * A new booking's load on {@code rank} at {@code nowMillis}: one request more, and one more recent booking while
+   * the policy's load-bound window is on; returns the record now in its cell.
+   */
+  public RankLoad addBooking(Rank rank, long prefill, long decode, long nowMillis) {
+    LoadCell cell = cells.get(rank);
+    return applyLoad(rank, cell,
+        cell.booked().booked(++loadSeq, prefill, decode, nowMillis, policy.loadBoundWindowMillis()));
+  }
+
+  private RankLoad applyLoad(Rank rank, LoadCell cell, RankLoad next) {
     cell.apply(next);
     rankChanged(rank);
     return next;

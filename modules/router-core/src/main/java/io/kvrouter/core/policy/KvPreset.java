@@ -14,14 +14,14 @@ import java.util.stream.Collectors;
  * either by name and compare them.
  */
 public enum KvPreset {
-  KVROUTER("kvrouter", 1.0, 32.0, 0.75, 0.25, 0.0, 0.0, 0.0, 1.25, 0.1),
-  DYNAMO("dynamo", 1.0, 1.0, 0.75, 0.25, 0.0, 0.0, 0.0, 0.0, 1.0);
+  KVROUTER("kvrouter", 1.0, 32.0, 0.75, 0.25, 0.0, 0.0, 0.0, 1.25, 0.1, 0.0),
+  DYNAMO("dynamo", 1.0, 1.0, 0.75, 0.25, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0);
 
   /** The parameters a preset sets. */
   public static final List<String> KEYS = List.of(PolicyConfig.OVERLAP_CREDIT, PolicyConfig.PREFILL_LOAD_SCALE,
       PolicyConfig.HOST_CACHE_HIT_WEIGHT, PolicyConfig.DISK_CACHE_HIT_WEIGHT, PolicyConfig.OVERLAP_CREDIT_DECAY,
       PolicyConfig.DECODE_ACTIVE_REQUEST_WEIGHT, PolicyConfig.SHARED_CACHE_MULTIPLIER, PolicyConfig.LOAD_BOUND_FACTOR,
-      PolicyConfig.PREFILL_BACKLOG_WEIGHT);
+      PolicyConfig.PREFILL_BACKLOG_WEIGHT, PolicyConfig.LOAD_BOUND_WINDOW);
 
   private final String wireName;
   private final double overlapCredit;
@@ -33,10 +33,11 @@ public enum KvPreset {
   private final double sharedCacheMultiplier;
   private final double loadBoundFactor;
   private final double prefillBacklogWeight;
+  private final double loadBoundWindow;
 
   KvPreset(String wireName, double overlapCredit, double prefillLoadScale, double hostCacheHitWeight,
       double diskCacheHitWeight, double overlapCreditDecay, double decodeActiveRequestWeight,
-      double sharedCacheMultiplier, double loadBoundFactor, double prefillBacklogWeight) {
+      double sharedCacheMultiplier, double loadBoundFactor, double prefillBacklogWeight, double loadBoundWindow) {
     this.wireName = wireName;
     this.overlapCredit = overlapCredit;
     this.prefillLoadScale = prefillLoadScale;
@@ -47,6 +48,7 @@ public enum KvPreset {
     this.sharedCacheMultiplier = sharedCacheMultiplier;
     this.loadBoundFactor = loadBoundFactor;
     this.prefillBacklogWeight = prefillBacklogWeight;
+    this.loadBoundWindow = loadBoundWindow;
   }
 
   public String wireName() {
@@ -89,11 +91,16 @@ public enum KvPreset {
     return prefillBacklogWeight;
   }
 
+  /** The load bound's recent-bookings time constant, seconds (0: the bound counts in-flight requests only). */
+  public double loadBoundWindow() {
+    return loadBoundWindow;
+  }
+
   /** This preset's weights as policy parameters, keyed as {@link #KEYS}. */
   public Map<String, String> parameters() {
     double[] values = {overlapCredit, prefillLoadScale, hostCacheHitWeight, diskCacheHitWeight, overlapCreditDecay,
         decodeActiveRequestWeight, sharedCacheMultiplier, loadBoundFactor,
-        prefillBacklogWeight};
+        prefillBacklogWeight, loadBoundWindow};
     Map<String, String> p = new LinkedHashMap<>();
     for (int i = 0; i < KEYS.size(); i++) {
       p.put(KEYS.get(i), Double.toString(values[i]));

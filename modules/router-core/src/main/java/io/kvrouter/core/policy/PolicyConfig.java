@@ -41,11 +41,27 @@ public record PolicyConfig(
     // session affinity (SessionConfig: its session_* keys)
     SessionConfig session,
     // conditional disaggregation (DisaggregationConfig: its conditional_disagg_* keys)
-    DisaggregationConfig disaggregation) {
+    DisaggregationConfig disaggregation,
+    // the load bound's recent-bookings time constant in seconds (0: in-flight requests only); last, as components
+    // are only appended (CompactRecordsModule)
+    double loadBoundWindow) {
 
   public PolicyConfig {
     session = session == null ? SessionConfig.DEFAULTS : session;
     disaggregation = disaggregation == null ? DisaggregationConfig.OFF : disaggregation;
+  }
+
+  /** A config whose load bound counts in-flight requests only. */
+  public PolicyConfig(Policy policy, double temperature, double overlapCredit, double prefillLoadScale,
+      double hostCacheHitWeight, double diskCacheHitWeight, Double activeDecodeBlocksThreshold,
+      Long activePrefillTokensThreshold, Double activePrefillTokensThresholdFrac, QueueConfig queue, Long seed,
+      double overlapCreditDecay, double decodeActiveRequestWeight, double sharedCacheMultiplier,
+      double loadBoundFactor, double prefillBacklogWeight, KvPreset preset, SessionConfig session,
+      DisaggregationConfig disaggregation) {
+    this(policy, temperature, overlapCredit, prefillLoadScale, hostCacheHitWeight, diskCacheHitWeight,
+        activeDecodeBlocksThreshold, activePrefillTokensThreshold, activePrefillTokensThresholdFrac, queue, seed,
+        overlapCreditDecay, decodeActiveRequestWeight, sharedCacheMultiplier, loadBoundFactor, prefillBacklogWeight,
+        preset, session, disaggregation, 0);
   }
 
   /** A config without conditional disaggregation. */
@@ -88,6 +104,7 @@ public record PolicyConfig(
   public static final String SHARED_CACHE_MULTIPLIER = "shared_cache_multiplier";
   public static final String LOAD_BOUND_FACTOR = "load_bound_factor";
   public static final String PREFILL_BACKLOG_WEIGHT = "prefill_backlog_weight";
+  public static final String LOAD_BOUND_WINDOW = "load_bound_window";
   public static final String PRESET = "preset";
 
   private static final PolicyConfig DEFAULTS = defaultsOf(KvPreset.KVROUTER);
@@ -96,7 +113,7 @@ public record PolicyConfig(
     return new PolicyConfig(Policy.KV, 0.0, kv.overlapCredit(), kv.prefillLoadScale(), kv.hostCacheHitWeight(),
         kv.diskCacheHitWeight(), null, null, null, QueueConfig.parse(QueueConfig.defaultParameters()), null,
         kv.overlapCreditDecay(), kv.decodeActiveRequestWeight(), kv.sharedCacheMultiplier(), kv.loadBoundFactor(),
-        kv.prefillBacklogWeight(), kv, SessionConfig.DEFAULTS);
+        kv.prefillBacklogWeight(), kv, SessionConfig.DEFAULTS, DisaggregationConfig.OFF, kv.loadBoundWindow());
   }
 
   public static PolicyConfig defaults() {
@@ -164,7 +181,13 @@ public record PolicyConfig(
         nonNegative(PREFILL_BACKLOG_WEIGHT, p.get(PREFILL_BACKLOG_WEIGHT)),
         KvPreset.fromWireName(p.get(PRESET)),
         SessionConfig.parse(p),
-        DisaggregationConfig.parse(p, optionalNonNegative(QUEUE_THRESHOLD_FRAC, p.get(QUEUE_THRESHOLD_FRAC))));
+        DisaggregationConfig.parse(p, optionalNonNegative(QUEUE_THRESHOLD_FRAC, p.get(QUEUE_THRESHOLD_FRAC))),
+        nonNegative(LOAD_BOUND_WINDOW, p.get(LOAD_BOUND_WINDOW)));
+  }
+
+  /** {@link #loadBoundWindow} in milliseconds (0: off). */
+  public long loadBoundWindowMillis() {
+    return Math.round(loadBoundWindow * 1000);
   }
 
   /** The parameters as strings, every key present ("" for an unset optional one). */
@@ -185,6 +208,7 @@ public record PolicyConfig(
     p.put(SHARED_CACHE_MULTIPLIER, Double.toString(sharedCacheMultiplier));
     p.put(LOAD_BOUND_FACTOR, Double.toString(loadBoundFactor));
     p.put(PREFILL_BACKLOG_WEIGHT, Double.toString(prefillBacklogWeight));
+    p.put(LOAD_BOUND_WINDOW, Double.toString(loadBoundWindow));
     p.put(PRESET, preset.wireName());
     p.putAll(session.parameters());
     p.putAll(disaggregation.parameters());

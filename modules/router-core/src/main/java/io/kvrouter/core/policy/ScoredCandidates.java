@@ -9,6 +9,19 @@ public interface ScoredCandidates {
 
   int inFlight(int i);
 
+  /**
+   * The rank's recent bookings, decayed over the policy's {@code load_bound_window} (0 when the window is off):
+   * with its in-flight requests, what the kv cost's load bound counts ({@link #boundLoad}).
+   */
+  default double recentBookings(int i) {
+    return 0;
+  }
+
+  /** What the kv cost's load bound counts of candidate i: its in-flight requests and its recent bookings. */
+  default double boundLoad(int i) {
+    return inFlight(i) + recentBookings(i);
+  }
+
   long prefillTokens(int i);
 
   long decodeBlocks(int i);
@@ -26,10 +39,6 @@ public interface ScoredCandidates {
   int activeMatched(int i);
 
   /**
-   * The fewest active prefill tokens of any candidate: the floor from which the kv cost's overlap-credit decay
-   * measures a rank's prefill backlog. 0 when there is no candidate.
-   */
-  /**
    * Whether these candidates' caller picks one selection at a time, from whichever thread runs it (the admission
    * actor): a lock-free picker then gives it the next unclaimed pick number instead of the calling thread's chunk,
    * so its picks do not depend on which threads it ran on.
@@ -38,6 +47,10 @@ public interface ScoredCandidates {
     return false;
   }
 
+  /**
+   * The fewest active prefill tokens of any candidate: the floor from which the kv cost's overlap-credit decay
+   * measures a rank's prefill backlog. 0 when there is no candidate.
+   */
   default long minPrefillTokens() {
     long min = Long.MAX_VALUE;
     for (int i = 0; i < size(); i++) {
@@ -71,11 +84,11 @@ public interface ScoredCandidates {
     return count;
   }
 
-  /** The candidates' in-flight requests in all: what the kv cost's load bound measures a rank's share against. */
-  default long totalInFlight() {
-    long total = 0;
+  /** The candidates' {@link #boundLoad}s in all: what the kv cost's load bound measures a rank's share against. */
+  default double totalBoundLoad() {
+    double total = 0;
     for (int i = 0; i < size(); i++) {
-      total += inFlight(i);
+      total += boundLoad(i);
     }
     return total;
   }

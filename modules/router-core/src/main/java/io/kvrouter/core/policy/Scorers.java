@@ -66,7 +66,8 @@ public final class Scorers {
    *       device prefix ({@link ScoredCandidates#cachedDepth}).</li>
    * </ul>
    * kvrouter's own terms: the backlog weight (Dynamo's is 1), and, with a load bound factor {@code f} above 0, no
-   * credit for a rank over the bound, {@code ceil(f·(total in flight + 1)/candidates)}, when what it would reuse is
+   * credit for a rank over the bound, {@code ceil(f·(total load + 1)/candidates)} (a rank's load: its in-flight
+   * requests, and with {@code load_bound_window} on its recent bookings), when what it would reuse is
    * shared state ({@link #overBound}): consistent hashing with bounded loads for what can be reused elsewhere or is
    * already hot, never for state only that rank holds.
    */
@@ -86,14 +87,15 @@ public final class Scorers {
   }
 
   /**
-   * The most in-flight requests (this one included) a rank may have and keep its cache credit:
-   * {@code ceil(f·(total + 1)/n)}; {@link Long#MAX_VALUE} when the bound is off.
+   * The most load ({@link ScoredCandidates#boundLoad}: in-flight requests and recent bookings, this request included)
+   * a rank may have and keep its cache credit: {@code ceil(f·(total + 1)/n)}; {@link Long#MAX_VALUE} when the bound
+   * is off.
    */
   public static long loadBound(ScoredCandidates c, Scoring s) {
     if (!(s.loadBoundFactor() > 0) || c.size() == 0) {
       return Long.MAX_VALUE;
     }
-    return (long) Math.ceil(s.loadBoundFactor() * (c.totalInFlight() + 1) / c.size());
+    return (long) Math.ceil(s.loadBoundFactor() * (c.totalBoundLoad() + 1) / c.size());
   }
 
   /** The kv cost's terms of candidate i ({@link #KV}); they add up to its cost. */
@@ -138,7 +140,7 @@ public final class Scorers {
   }
 
   /**
-   * Whether candidate i loses its cache credit to the load bound: its in-flight requests plus this one exceed
+   * Whether candidate i loses its cache credit to the load bound: its bound load plus this request exceeds
    * {@code bound} and what it would reuse is shared state, not the rank's own: its live bookings already hold every
    * device block the request would reuse there (one more sharer of a prefix the rank is serving), or another
    * candidate holds as deep a device prefix (the request can reuse as much elsewhere). A continuation of state only
@@ -149,7 +151,7 @@ public final class Scorers {
    */
   static boolean overBound(ScoredCandidates c, int i, long bound, int deepest, int deepestCount) {
     int device = c.deviceOverlap(i);
-    return c.inFlight(i) + 1L > bound && device > 0
+    return c.boundLoad(i) + 1 > bound && device > 0
         && (c.activeMatched(i) >= device || device < deepest || deepestCount > 1);
   }
 

@@ -42,8 +42,8 @@ public final class Scoring {
    *     candidate's (0: off)
    * @param decodeActiveRequestWeight blocks of cost per active request on the rank (0: off)
    * @param sharedCacheMultiplier credit per shared-cache block beyond the rank's device prefix (0: off)
-   * @param loadBoundFactor a rank whose in-flight requests would exceed this factor times the candidates' mean gets
-   *     no cache credit (0: off)
+   * @param loadBoundFactor a rank whose load (in-flight requests, and recent bookings with {@code load_bound_window}
+   *     on) would exceed this factor times the candidates' mean gets no shared cache credit (0: off)
    * @param prefillBacklogWeight how much a rank's queued prefill tokens count against the request's own (1: as much)
    */
   public Scoring set(int islTokens, int blockSize, int requestBlocks, double overlapCredit, double prefillLoadScale,

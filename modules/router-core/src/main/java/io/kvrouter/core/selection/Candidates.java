@@ -18,6 +18,7 @@ public final class Candidates implements ScoredCandidates {
   private int[] hostOverlap = new int[0];
   private int[] diskOverlap = new int[0];
   private int[] activeMatched = new int[0];
+  private double[] recentBookings = new double[0];
   private double[] cost = new double[0];
   private double[] weights = new double[0];
   private double temperature;
@@ -81,6 +82,7 @@ public final class Candidates implements ScoredCandidates {
       hostOverlap = new int[capacity];
       diskOverlap = new int[capacity];
       activeMatched = new int[capacity];
+      recentBookings = new double[capacity];
       cost = new double[capacity];
       weights = new double[capacity];
       filteredRank = new int[capacity];
@@ -93,7 +95,12 @@ public final class Candidates implements ScoredCandidates {
   }
 
   void add(int rank, int requests, long prefill, long decode) {
+    add(rank, requests, prefill, decode, 0);
+  }
+
+  void add(int rank, int requests, long prefill, long decode, double recent) {
     int i = size++;
+    recentBookings[i] = recent;
     rankIndex[i] = rank;
     inFlight[i] = requests;
     prefillTokens[i] = prefill;
@@ -127,6 +134,7 @@ public final class Candidates implements ScoredCandidates {
       inFlight[kept] = inFlight[i];
       prefillTokens[kept] = prefillTokens[i];
       decodeBlocks[kept] = decodeBlocks[i];
+      recentBookings[kept] = recentBookings[i];
       kept++;
     }
     size = kept;
@@ -168,6 +176,11 @@ public final class Candidates implements ScoredCandidates {
   @Override
   public int inFlight(int i) {
     return inFlight[i];
+  }
+
+  @Override
+  public double recentBookings(int i) {
+    return recentBookings[i];
   }
 
   @Override

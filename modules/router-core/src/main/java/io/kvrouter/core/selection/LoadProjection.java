@@ -87,7 +87,8 @@ public final class LoadProjection {
     boolean filtered = pinned != null || dpOnly != null || !allowed.isEmpty() || !excluded.isEmpty() || byRole || !required.isEmpty();
     int missingTaints = 0;
     boolean thresholds = hasThresholds(policy);
-    long nowMillis = NOT_READ;
+    long windowMillis = policy.loadBoundFactor() > 0 ? policy.loadBoundWindowMillis() : 0;
+    long nowMillis = windowMillis > 0 ? clock.getAsLong() : NOT_READ;
     for (int i = 0; i < ranks; i++) {
       if (filtered) {
         Rank rank = view.rank(i);
@@ -135,7 +136,8 @@ public final class LoadProjection {
         out.filter(i, FilterReason.OVERLOADED);
         continue;
       }
-      out.add(i, booked.inFlight(), booked.prefillTokens(), booked.decodeBlocks());
+      out.add(i, booked.inFlight(), booked.prefillTokens(), booked.decodeBlocks(),
+          windowMillis > 0 ? booked.recentBookingsAt(nowMillis, windowMillis) : 0);
     }
     LoraPlacement.narrow(view, request, out);
     if (out.size() == 0) {

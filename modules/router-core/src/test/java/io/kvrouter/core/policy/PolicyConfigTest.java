@@ -25,6 +25,7 @@ class PolicyConfigTest {
     assertThat(c.decodeActiveRequestWeight()).isEqualTo(p.decodeActiveRequestWeight());
     assertThat(c.sharedCacheMultiplier()).isEqualTo(p.sharedCacheMultiplier());
     assertThat(c.loadBoundFactor()).isEqualTo(p.loadBoundFactor());
+    assertThat(c.loadBoundWindow()).isEqualTo(p.loadBoundWindow());
   }
 
   @Test
@@ -38,7 +39,8 @@ class PolicyConfigTest {
     assertThat(KvPreset.DYNAMO.parameters()).containsExactlyInAnyOrderEntriesOf(Map.of(
         "overlap_credit", "1.0", "prefill_load_scale", "1.0", "host_cache_hit_weight", "0.75",
         "disk_cache_hit_weight", "0.25", "overlap_credit_decay", "0.0", "decode_active_request_weight", "0.0",
-        "shared_cache_multiplier", "0.0", "load_bound_factor", "0.0", "prefill_backlog_weight", "1.0"));
+        "shared_cache_multiplier", "0.0", "load_bound_factor", "0.0", "prefill_backlog_weight", "1.0",
+        "load_bound_window", "0.0"));
   }
 
   @Test
@@ -83,7 +85,7 @@ class PolicyConfigTest {
   void badValuesOfTheNewParametersAreInvalidPolicyParameters() {
     Map<String, String[]> bad = new HashMap<>();
     for (String key : new String[] {"overlap_credit_decay", "decode_active_request_weight",
-        "shared_cache_multiplier", "load_bound_factor"}) {
+        "shared_cache_multiplier", "load_bound_factor", "load_bound_window"}) {
       bad.put(key, new String[] {"-1", "NaN", "Infinity", "abc", "1e400"});
     }
     bad.put("load_bound_factor", new String[] {"-1", "NaN", "Infinity", "abc", "0.5", "0.99"});

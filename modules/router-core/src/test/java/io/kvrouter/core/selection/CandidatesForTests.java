@@ -39,6 +39,16 @@ public final class CandidatesForTests {
     return c;
   }
 
+  /** As {@link #add}, the candidate having {@code recentBookings} recent bookings (the load bound's window on). */
+  public static Candidates addWithRecent(Candidates c, int inFlight, double recentBookings, int device,
+      int activeMatched) {
+    int i = c.size();
+    c.add(i, inFlight, 0, 0, recentBookings);
+    c.setOverlap(i, device, 0, 0);
+    c.setActiveMatched(i, activeMatched);
+    return c;
+  }
+
   public static void setTemperature(Candidates c, double temperature) {
     c.setTemperature(temperature);
   }

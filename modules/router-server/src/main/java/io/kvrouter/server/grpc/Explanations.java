@@ -78,7 +78,8 @@ public final class Explanations {
           .setActiveMatched(c.activeMatched())
           .setCost(c.cost())
           .putAllCostTerms(c.costTerms())
-          .setPicked(c.picked()));
+          .setPicked(c.picked())
+          .setRecentBookings(c.recentBookings()));
     }
     for (Explanation.FilteredRank f : e.filtered()) {
       out.addFiltered(FilteredRank.newBuilder()
