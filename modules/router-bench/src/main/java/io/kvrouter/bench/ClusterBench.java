@@ -525,6 +525,12 @@ final class ClusterBench {
         .thenAcceptAsync(held::add, pool);
   }
 
+  /** A Book and, once answered, the Release of its booking, both through one node's facade. */
+  private static Callers.AsyncCall pairsThrough(ModelClient client, AtomicLong ids) {
+    return caller -> client.book(Requests.of(client.model(), "p-" + ids.incrementAndGet(), 512), CALL)
+        .thenCompose(answer -> client.release(answer.requestId(), answer.attempt(), CALL));
+  }
+
   private static void releaseAll(ModelClient client, Queue<BookingAnswer> held) {
     List<CompletableFuture<?>> releases = new ArrayList<>();
     for (BookingAnswer answer; (answer = held.poll()) != null; ) {
@@ -543,12 +549,25 @@ final class ClusterBench {
 
   private static List<SideBySide> sideBySide(String what, ModelClient first, ModelClient firstReleaser,
       ModelClient second, ModelClient secondReleaser, Settings s, ExecutorService pool) {
-    List<SideBySide> rows = new ArrayList<>();
     AtomicLong ids = new AtomicLong();
     Queue<BookingAnswer> heldFirst = new ConcurrentLinkedQueue<>();
     Queue<BookingAnswer> heldSecond = new ConcurrentLinkedQueue<>();
-    Callers.AsyncCall a = booksThrough(first, heldFirst, ids, pool);
-    Callers.AsyncCall b = booksThrough(second, heldSecond, ids, pool);
+    return sideBySide(what, booksThrough(first, heldFirst, ids, pool), firstReleaser, heldFirst,
+        booksThrough(second, heldSecond, ids, pool), secondReleaser, heldSecond, s, pool);
+  }
+
+  /** Book + Release pairs through {@code first} and through {@code second}, as {@link #sideBySide} Books. */
+  private static List<SideBySide> pairsSideBySide(String what, ModelClient first, ModelClient second, Settings s,
+      ExecutorService pool) {
+    AtomicLong ids = new AtomicLong();
+    Queue<BookingAnswer> none = new ConcurrentLinkedQueue<>();
+    return sideBySide(what, pairsThrough(first, ids), first, none, pairsThrough(second, ids), second, none, s, pool);
+  }
+
+  private static List<SideBySide> sideBySide(String what, Callers.AsyncCall a, ModelClient firstReleaser,
+      Queue<BookingAnswer> heldFirst, Callers.AsyncCall b, ModelClient secondReleaser, Queue<BookingAnswer> heldSecond,
+      Settings s, ExecutorService pool) {
+    List<SideBySide> rows = new ArrayList<>();
     for (int callers : s.callers()) {
       warmUp(a, firstReleaser, heldFirst, callers, s, pool);
       warmUp(b, secondReleaser, heldSecond, callers, s, pool);
@@ -690,6 +709,9 @@ final class ClusterBench {
     Report.Table table = new Report.Table("variant", "callers", "owner Books/s", "owner CPU µs/Book",
         "non-owner Books/s", "non-owner CPU µs/Book", "failed owner; non-owner", "non-owner ÷ owner",
         "target ≥ 0.5×", "range owner; non-owner", "load avg 1 min");
+    Report.Table pairs = new Report.Table("variant", "callers", "owner pairs/s", "owner CPU µs/pair",
+        "non-owner pairs/s", "non-owner CPU µs/pair", "failed owner; non-owner", "non-owner ÷ owner",
+        "range owner; non-owner", "load avg 1 min");
     try {
       for (RelayVariant variant : variants) {
         try (LoopbackRegion region = LoopbackRegion.start(3, replication(true) + variant.config())) {
@@ -707,6 +729,12 @@ final class ClusterBench {
                 Report.ratio(r.ratio()), r.second().failures() > 0 ? "– (failures)" : Report.verdict(r.ratio() >= 0.5),
                 r.firstRange() + "; " + r.secondRange(), loadAverage1());
           }
+          for (SideBySide r : pairsSideBySide(variant.name() + ", Book + Release", owner, through, s, pool)) {
+            pairs.row(variant.name(), r.callers(), Report.rate(r.first().callsPerSecond()),
+                Report.us(r.first().cpuNanosPerCall()), Report.rate(r.second().callsPerSecond()),
+                Report.us(r.second().cpuNanosPerCall()), r.first().failures() + "; " + r.second().failures(),
+                Report.ratio(r.ratio()), r.firstRange() + "; " + r.secondRange(), loadAverage1());
+          }
         }
       }
     } finally {
@@ -722,6 +750,12 @@ final class ClusterBench {
         + "whole process's (all three nodes). Target: non-owner ≥ 0.5× the owner.", s.workers(), s.warmupMillis(),
         s.rounds(), s.windowMillis(), s.threads()));
     report.table(table);
+    report.heading("Book + Release pairs through the owner and through a non-owner");
+    report.paragraph("The same regions, after the Books: each call a Book of a fresh request id and, once answered, "
+        + "the Release of its booking through the same node's facade (through a non-owner both cross to the owner: "
+        + "the Release by the relay too, except with mode = ask); windows, rounds and callers as above. No target: "
+        + "what a booking's whole lifecycle costs through each path.");
+    report.table(pairs);
     StringBuilder configs = new StringBuilder("Variants:\n\n");
     for (RelayVariant v : variants) {
       configs.append("- *").append(v.name()).append("*: `").append(v.config().trim().replace("\n", "; "))
@@ -778,9 +812,10 @@ final class ClusterBench {
     messages.put("relay direct: RelayBooks of 1", relayBooks(request, nonce, ref, 1));
     messages.put("relay direct: RelayBooks of 16", relayBooks(request, nonce, ref, 16));
     messages.put("relay: Answers of 1", new io.kvrouter.cluster.admission.BookRelay.Answers(
-        List.of(new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null)), null));
+        List.of(new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null, null)), null));
     messages.put("relay: Answers of 16", new io.kvrouter.cluster.admission.BookRelay.Answers(
-        java.util.Collections.nCopies(16, new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null)),
+        java.util.Collections.nCopies(16, new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null,
+            null)),
         null));
     // what the owner sends each peer per flush while it answers Books: the bookings opened since the last one
     messages.put("replication: Delta of 1 opened booking", replicaDelta(model.model(), answer, ref, 1));

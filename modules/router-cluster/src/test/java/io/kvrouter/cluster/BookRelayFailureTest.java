@@ -6,7 +6,6 @@ import static org.awaitility.Awaitility.await;
 
 import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.core.admission.BookingAnswer;
-import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.membership.RankReport;
 import java.time.Duration;
 import java.util.List;
@@ -18,9 +17,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Relayed Books in flight (many callers through a node that does not host the model's actor, with coalescing on)
- * while the owner's shard moves to another node (a graceful leave hands it off) or the owner dies: every call
- * completes once, with its own booking or a routing error, none is left pending in the relay, and once every answered
- * booking is released (or, after a crash, has had its lease end) nothing is booked.
+ * while the owner's shard moves to another node (a graceful leave hands it off; the callers also release each
+ * booking through the relay before their next Book) or the owner dies: every call completes once, with its own
+ * booking or a routing error, none is left pending in the relay, and once every answered booking is released (or,
+ * after a crash, has had its lease end) nothing is booked.
  */
 class BookRelayFailureTest {
   private static final String[] WORKERS = {"w1", "w2", "w3", "w4"};
@@ -38,7 +38,7 @@ class BookRelayFailureTest {
       TestRegion.Node relay = region.node(0);
       TestRegion.Node owner = region.node(2);
       ModelClient client = relayedModel(region, relay, owner, "handoff");
-      try (RelayLoad load = new RelayLoad(client, "h-", DEADLINE, 16)) {
+      try (RelayLoad load = new RelayLoad(client, "h-", DEADLINE, 16, true)) {
         await().atMost(TestRegion.TIMEOUT).until(() -> load.booked.size() >= 200);
         region.leave(owner);
         int before = load.booked.size();
@@ -48,10 +48,16 @@ class BookRelayFailureTest {
         assertThat(region.live()).as("a node hosting the actor after the hand-off")
             .anyMatch(n -> Hosting.localAdmission(n, client.model()) != null);
         assertCompletedOnce(load, relay);
+        assertThat(load.releaseFailures).as("relayed Releases completed twice or with no routing outcome").isEmpty();
+        assertThat(load.released.size() + load.releaseUnclear.size()).as("relayed Releases completed")
+            .isEqualTo(load.booked.size());
+        assertThat(load.released).as("relayed Releases applied").hasSizeGreaterThan(load.booked.size() / 2);
         for (BookingAnswer booking : load.booked.values()) {
-          MutationResult released = join(relay.client(client.model())
-              .release(booking.requestId(), booking.attempt(), null));
-          assertThat(released.applied()).as("release of %s", booking.requestId()).isTrue();
+          if (load.released.contains(booking.requestId())) {
+            continue;
+          }
+          // a Release that failed during the hand-off may have been applied: only its retry's answer is unclear
+          join(relay.client(client.model()).release(booking.requestId(), booking.attempt(), null));
         }
         // a Book that timed out during the hand-off is cancelled by its nonce, wherever it booked
         await().atMost(TestRegion.TIMEOUT).untilAsserted(() ->

@@ -46,6 +46,13 @@ class BookRelayTest {
   /** RelayBooks received from a relay that knew the actor (sent straight to it), while recording. */
   private static final java.util.concurrent.atomic.AtomicInteger STRAIGHT = new java.util.concurrent.atomic.AtomicInteger();
   private static final AtomicBoolean RECORDING = new AtomicBoolean();
+  /** Each relayed mutation an admission actor of the region received, by kind, and its batch sizes, while recording. */
+  private static final ConcurrentHashMap<ModelAdmission.MutationKind, java.util.concurrent.atomic.AtomicInteger>
+      MUTATIONS = new ConcurrentHashMap<>();
+  private static final ConcurrentLinkedQueue<Integer> MUTATION_BATCHES = new ConcurrentLinkedQueue<>();
+  /** Release, MarkPrefillDone and Renew commands asked of an admission actor (not relayed), while recording. */
+  private static final java.util.concurrent.atomic.AtomicInteger ASKED_MUTATIONS =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   private static TestRegion region;
 
@@ -70,6 +77,15 @@ class BookRelayTest {
           if (!relayed.wantsAdmission()) {
             STRAIGHT.incrementAndGet();
           }
+        }
+        if (message instanceof ModelAdmission.RelayMutations relayed && RECORDING.get()) {
+          MUTATION_BATCHES.add(relayed.mutations().size());
+          relayed.mutations().forEach(m -> MUTATIONS.computeIfAbsent(m.kind(),
+              k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet());
+        }
+        if ((message instanceof ModelAdmission.Release || message instanceof ModelAdmission.MarkPrefillDone
+            || message instanceof ModelAdmission.Renew) && RECORDING.get()) {
+          ASKED_MUTATIONS.incrementAndGet();
         }
         return target.apply(ctx, message);
       }
@@ -133,7 +149,7 @@ class BookRelayTest {
     List<BookingAnswer> answered = new ArrayList<>();
     for (int i = 0; i < books; i++) {
       CompletableFuture<BookingAnswer> call = calls.get(i);
-      await().atMost(TestRegion.TIMEOUT).until(call::isDone);
+      await().pollDelay(Duration.ZERO).atMost(TestRegion.TIMEOUT).until(call::isDone);
       if (i % 3 == 0) {
         assertThat(call).as("Book %d, pinned to no worker", i).isCompletedExceptionally();
         Throwable cause = call.handle((a, f) -> f instanceof CompletionException ? f.getCause() : f).join();
@@ -153,6 +169,53 @@ class BookRelayTest {
     assertThat(booked.bookings()).extracting(ModelSnapshot.BookingSnapshot::requestId)
         .containsExactlyInAnyOrderElementsOf(answered.stream().map(BookingAnswer::requestId).toList());
     releaseAll(client, answered);
+  }
+
+  /**
+   * Renew, MarkPrefillDone and Release of bookings made through the relay go through it too, correlated as Books
+   * are and coalesced under load: each call answered once with its own booking's result, each applied once (a second
+   * Release is not applied), no ask among them, nothing left pending or booked.
+   */
+  @Test
+  void relayedMutationsAreEachAnsweredOnceAndAppliedOnce() {
+    ModelClient client = relayedModel("mutations");
+    int books = 150;
+    List<BookingAnswer> answers = new ArrayList<>();
+    for (int i = 0; i < books; i++) {
+      answers.add(join(client.book(Requests.of(client.model(), "m-" + i, 64), Duration.ofSeconds(10))));
+    }
+    MUTATIONS.clear();
+    MUTATION_BATCHES.clear();
+    ASKED_MUTATIONS.set(0);
+    RECORDING.set(true);
+    List<CompletableFuture<io.kvrouter.core.admission.MutationResult>> renewed = new ArrayList<>();
+    List<CompletableFuture<io.kvrouter.core.admission.MutationResult>> prefilled = new ArrayList<>();
+    for (BookingAnswer answer : answers) {
+      renewed.add(client.renew(answer.requestId(), answer.attempt(), Duration.ofSeconds(10)).toCompletableFuture());
+      prefilled.add(client.markPrefillDone(answer.requestId(), answer.attempt(), Duration.ofSeconds(10))
+          .toCompletableFuture());
+    }
+    for (int i = 0; i < books; i++) {
+      assertThat(join(renewed.get(i)).applied()).as("renew of m-%d", i).isTrue();
+      assertThat(join(prefilled.get(i)).applied()).as("prefill done of m-%d", i).isTrue();
+    }
+    List<CompletableFuture<io.kvrouter.core.admission.MutationResult>> released = new ArrayList<>();
+    for (BookingAnswer answer : answers) {
+      released.add(client.release(answer.requestId(), answer.attempt(), Duration.ofSeconds(10)).toCompletableFuture());
+    }
+    released.forEach(r -> assertThat(join(r).applied()).isTrue());
+    for (BookingAnswer answer : answers.subList(0, 10)) {
+      assertThat(join(client.release(answer.requestId(), answer.attempt(), null)).applied())
+          .as("a second release of %s", answer.requestId()).isFalse();
+    }
+    RECORDING.set(false);
+    assertThat(MUTATIONS.get(ModelAdmission.MutationKind.RENEW)).hasValue(books);
+    assertThat(MUTATIONS.get(ModelAdmission.MutationKind.MARK_PREFILL_DONE)).hasValue(books);
+    assertThat(MUTATIONS.get(ModelAdmission.MutationKind.RELEASE)).hasValue(books + 10);
+    assertThat(MUTATION_BATCHES).as("batch sizes").anyMatch(size -> size > 1).allMatch(size -> size <= 16);
+    assertThat(ASKED_MUTATIONS).as("mutations sent by an ask").hasValue(0);
+    assertThat(region.node(0).routing().bookRelay().pending()).as("relayed calls unanswered").isZero();
+    assertThat(join(client.snapshot(null)).bookings()).as("live bookings").isEmpty();
   }
 
   /**

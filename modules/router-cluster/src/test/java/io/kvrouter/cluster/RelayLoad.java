@@ -9,6 +9,7 @@ import io.kvrouter.core.testkit.Requests;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -19,7 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Chains of Books through one node's facade, {@code callers} at a time (each of a fresh request id, the next sent
- * when the last completes) until {@link #stop}: what each call completed with, recorded once per call.
+ * when the last completes) until {@link #stop}: what each call completed with, recorded once per call. Releasing
+ * ones release each booking through the same facade before the chain's next Book.
  */
 final class RelayLoad implements AutoCloseable {
   private final ModelClient client;
@@ -38,11 +40,24 @@ final class RelayLoad implements AutoCloseable {
   /** Calls completed more than once, or answered with another call's booking. */
   final ConcurrentLinkedQueue<String> twice = new ConcurrentLinkedQueue<>();
   private final Map<String, Boolean> completed = new ConcurrentHashMap<>();
+  private final boolean releasing;
+  /** Bookings whose Release in the chain was applied. */
+  final Set<String> released = ConcurrentHashMap.newKeySet();
+  /** Releases in the chain answered not applied or with a routing error (the booking may still be live). */
+  final Set<String> releaseUnclear = ConcurrentHashMap.newKeySet();
+  /** Releases in the chain that completed with neither a result nor a routing error, or twice. */
+  final ConcurrentLinkedQueue<String> releaseFailures = new ConcurrentLinkedQueue<>();
+  private final Map<String, Boolean> releaseCompleted = new ConcurrentHashMap<>();
 
   RelayLoad(ModelClient client, String prefix, Duration deadline, int callers) {
+    this(client, prefix, deadline, callers, false);
+  }
+
+  RelayLoad(ModelClient client, String prefix, Duration deadline, int callers, boolean releasing) {
     this.client = client;
     this.prefix = prefix;
     this.deadline = deadline;
+    this.releasing = releasing;
     for (int i = 0; i < callers; i++) {
       inFlight.incrementAndGet();
       next.execute(this::bookOne);
@@ -70,10 +85,32 @@ final class RelayLoad implements AutoCloseable {
         if (!answer.requestId().equals(requestId) || booked.put(requestId, answer) != null) {
           twice.add(requestId + " answered as " + answer.requestId());
         }
+        if (releasing) {
+          releaseThenBook(answer);
+          return;
+        }
       } else if (cause instanceof RoutingException e) {
         refused.add(e);
       } else {
         unclear.add(cause);
+      }
+      next.execute(this::bookOne);
+    });
+  }
+
+  private void releaseThenBook(BookingAnswer booking) {
+    String requestId = booking.requestId();
+    client.release(requestId, booking.attempt(), deadline).whenComplete((result, failure) -> {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (releaseCompleted.put(requestId, Boolean.TRUE) != null) {
+        releaseFailures.add(requestId + " completed twice");
+      } else if (cause == null && result.applied()) {
+        released.add(requestId);
+      } else if (cause == null || cause instanceof RoutingException) {
+        releaseUnclear.add(requestId);
+      } else {
+        releaseFailures.add(requestId + ": " + cause);
       }
       next.execute(this::bookOne);
     });

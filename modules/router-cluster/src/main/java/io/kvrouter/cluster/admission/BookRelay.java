@@ -3,6 +3,7 @@ package io.kvrouter.cluster.admission;
 import com.typesafe.config.Config;
 import io.kvrouter.cluster.serialization.CborSerializable;
 import io.kvrouter.core.admission.BookingAnswer;
+import io.kvrouter.core.admission.MutationResult;
 import io.kvrouter.core.error.RoutingError;
 import io.kvrouter.core.selection.SelectionRequest;
 import java.time.Duration;
@@ -25,7 +26,8 @@ import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import scala.concurrent.ExecutionContextExecutor;
 
 /**
- * How this node sends Books to a model's admission actor on another node without an ask per Book: one long-lived
+ * How this node sends Books, and the Release, MarkPrefillDone and Renew calls that follow them, to a model's admission
+ * actor on another node without an ask per call: one long-lived
  * reply endpoint per node (an actor whose reference Artery resolves and compresses once, unlike an ask's temporary
  * actor) receives every relayed answer as an {@link Answer} carrying the Book's nonce, which finds its caller in the
  * pending table; the admission actor sends the answers it decided while handling one message together
@@ -83,14 +85,19 @@ public final class BookRelay {
   sealed interface EndpointMessage {}
 
   /**
-   * A relayed Book's answer: its booking, or the error it was refused with (exactly one is set), and the Book's
-   * nonce.
+   * A relayed call's answer with its nonce: a Book's booking or the error it was refused with, or a mutation's result
+   * (exactly one of the three is set).
    */
-  public record Answer(long nonce, BookingAnswer booked, RoutingError refused) implements CborSerializable {
+  public record Answer(long nonce, BookingAnswer booked, RoutingError refused, MutationResult mutated)
+      implements CborSerializable {
     static Answer of(long nonce, ModelAdmission.BookReply reply) {
       return reply instanceof ModelAdmission.Booked booked
-          ? new Answer(nonce, booked.answer(), null)
-          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error());
+          ? new Answer(nonce, booked.answer(), null, null)
+          : new Answer(nonce, null, ((ModelAdmission.Refused) reply).error(), null);
+    }
+
+    static Answer mutated(long nonce, MutationResult result) {
+      return new Answer(nonce, null, null, result);
     }
 
     ModelAdmission.BookReply reply() {
@@ -122,7 +129,7 @@ public final class BookRelay {
   private final org.apache.pekko.actor.Scheduler scheduler;
   private final ExecutionContextExecutor timeouts;
   private final Cluster cluster;
-  private final ConcurrentHashMap<Long, Pending> pending = new ConcurrentHashMap<>();
+  private final ConcurrentHashMap<Long, Pending<?>> pending = new ConcurrentHashMap<>();
   private final ConcurrentHashMap<ChannelKey, Channel> channels = new ConcurrentHashMap<>();
 
   private record ChannelKey(String region, String model) {}
@@ -162,7 +169,7 @@ public final class BookRelay {
     return settings.mode() == Mode.ASK ? null : new BookRelay(settings, system);
   }
 
-  /** Books unanswered (tests check that none is left behind). */
+  /** Calls unanswered (tests check that none is left behind). */
   public int pending() {
     return pending.size();
   }
@@ -175,36 +182,68 @@ public final class BookRelay {
   CompletionStage<ModelAdmission.BookReply> book(String model, String region, EntityRef<ModelAdmission.Command> entity,
       SelectionRequest request, long nonce, Duration timeout) {
     // a model has an actor per region: one channel each
-    Channel channel = channels.computeIfAbsent(new ChannelKey(region, model), key -> new Channel(entity));
     ModelAdmission.RelayedBook book = new ModelAdmission.RelayedBook(request, nonce, timeout.toMillis());
-    Pending call = new Pending(channel, book);
+    Pending<ModelAdmission.BookReply> call = new Pending<>(channel(model, region, entity), nonce, book, null,
+        timeout.toMillis());
     if (pending.putIfAbsent(nonce, call) != null) {
       return CompletableFuture.failedFuture(new IllegalStateException("nonce " + nonce + " is in flight already"));
     }
+    return started(call, timeout);
+  }
+
+  /**
+   * Sends a Release, MarkPrefillDone or Renew of a booking of {@code model} to its actor in {@code region}, as
+   * {@link #book} sends a Book; completes with its result, or a {@link TimeoutException} after {@code timeout} (the
+   * mutation may have been applied: the caller's retry finds it done).
+   */
+  CompletionStage<MutationResult> mutate(String model, String region, EntityRef<ModelAdmission.Command> entity,
+      ModelAdmission.MutationKind kind, String requestId, long attempt, Duration timeout) {
+    Channel channel = channel(model, region, entity);
+    while (true) {
+      long nonce = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+      Pending<MutationResult> call = new Pending<>(channel, nonce, null,
+          new ModelAdmission.RelayedMutation(kind, requestId, attempt, nonce), timeout.toMillis());
+      if (pending.putIfAbsent(nonce, call) == null) {
+        return started(call, timeout);
+      }
+    }
+  }
+
+  /** A model has an actor per region: one channel each. */
+  private Channel channel(String model, String region, EntityRef<ModelAdmission.Command> entity) {
+    return channels.computeIfAbsent(new ChannelKey(region, model), key -> new Channel(entity));
+  }
+
+  private <T> CompletionStage<T> started(Pending<T> call, Duration timeout) {
     call.timer = scheduler.scheduleOnce(scala.concurrent.duration.Duration.fromNanos(timeout.toNanos()),
         () -> timedOut(call), timeouts);
-    channel.send(call);
+    call.channel.send(call);
     return call;
   }
 
+  @SuppressWarnings("unchecked")
   private void answered(Answer answer, ActorRef<ModelAdmission.Command> admission) {
-    Pending call = pending.remove(answer.nonce());
+    Pending<?> call = pending.remove(answer.nonce());
     if (call == null) {
-      return; // timed out first: BookCall has undone it
+      return; // timed out first: BookCall has undone a Book; a mutation's caller retries
     }
     call.timer.cancel();
     if (admission != null) {
       call.channel.sendStraightTo(admission);
     }
     call.channel.done();
-    call.complete(answer.reply());
+    if (call.book != null) {
+      ((Pending<ModelAdmission.BookReply>) call).complete(answer.reply());
+    } else {
+      ((Pending<MutationResult>) call).complete(answer.mutated());
+    }
   }
 
-  private void timedOut(Pending call) {
-    if (pending.remove(call.book.nonce(), call)) {
+  private void timedOut(Pending<?> call) {
+    if (pending.remove(call.nonce, call)) {
       call.channel.timedOut(call);
-      call.completeExceptionally(new TimeoutException("relayed Book of '" + call.book.request().requestId()
-          + "' not answered in " + call.book.timeoutMillis() + " ms"));
+      call.completeExceptionally(new TimeoutException("relayed " + call.describe() + " not answered in "
+          + call.timeoutMillis + " ms"));
     }
   }
 
@@ -222,17 +261,58 @@ public final class BookRelay {
     return false;
   }
 
-  /** One unanswered relayed Book. */
-  private static final class Pending extends CompletableFuture<ModelAdmission.BookReply> {
+  /** One unanswered relayed call: a Book or a mutation (exactly one is set). */
+  private static final class Pending<T> extends CompletableFuture<T> {
     final Channel channel;
+    final long nonce;
     final ModelAdmission.RelayedBook book;
+    final ModelAdmission.RelayedMutation mutation;
+    final long timeoutMillis;
     volatile Cancellable timer;
     /** The admission actor it was sent straight to, or null (through the shard region); under the channel's lock. */
     ActorRef<ModelAdmission.Command> sentTo;
 
-    Pending(Channel channel, ModelAdmission.RelayedBook book) {
+    Pending(Channel channel, long nonce, ModelAdmission.RelayedBook book, ModelAdmission.RelayedMutation mutation,
+        long timeoutMillis) {
       this.channel = channel;
+      this.nonce = nonce;
       this.book = book;
+      this.mutation = mutation;
+      this.timeoutMillis = timeoutMillis;
+    }
+
+    String describe() {
+      return book != null ? "Book of '" + book.request().requestId() + "'"
+          : mutation.kind().callName() + " of '" + mutation.requestId() + "' attempt " + mutation.attempt();
+    }
+  }
+
+  /** Sends {@code calls} to {@code to} (or through {@code entity}): the Books in one message, the mutations in another. */
+  private void sendCalls(List<Pending<?>> calls, ActorRef<ModelAdmission.Command> to,
+      EntityRef<ModelAdmission.Command> entity, boolean wantsAdmission) {
+    List<ModelAdmission.RelayedBook> books = new ArrayList<>(calls.size());
+    List<ModelAdmission.RelayedMutation> mutations = new ArrayList<>(0);
+    for (Pending<?> call : calls) {
+      if (call.book != null) {
+        books.add(call.book);
+      } else {
+        mutations.add(call.mutation);
+      }
+    }
+    if (!books.isEmpty()) {
+      tell(to, entity, new ModelAdmission.RelayBooks(endpoint, books, wantsAdmission));
+    }
+    if (!mutations.isEmpty()) {
+      tell(to, entity, new ModelAdmission.RelayMutations(endpoint, mutations, wantsAdmission));
+    }
+  }
+
+  private static void tell(ActorRef<ModelAdmission.Command> to, EntityRef<ModelAdmission.Command> entity,
+      ModelAdmission.Command message) {
+    if (to != null) {
+      to.tell(message);
+    } else {
+      entity.tell(message);
     }
   }
 
@@ -247,7 +327,7 @@ public final class BookRelay {
     /** The model's admission actor while it is known to run (direct on), else null. */
     private ActorRef<ModelAdmission.Command> admission;
     private final java.util.concurrent.atomic.AtomicInteger unanswered = new java.util.concurrent.atomic.AtomicInteger();
-    private final java.util.concurrent.ConcurrentLinkedQueue<Pending> gathered =
+    private final java.util.concurrent.ConcurrentLinkedQueue<Pending<?>> gathered =
         new java.util.concurrent.ConcurrentLinkedQueue<>();
     /** A Drain of this channel is on its way to the endpoint. */
     private final java.util.concurrent.atomic.AtomicBoolean draining = new java.util.concurrent.atomic.AtomicBoolean();
@@ -257,7 +337,7 @@ public final class BookRelay {
       this.entity = entity;
     }
 
-    void send(Pending call) {
+    void send(Pending<?> call) {
       int now = unanswered.incrementAndGet();
       if (settings.coalesceAbove() == 0 || now <= settings.coalesceAbove()) {
         tell(List.of(call));
@@ -272,9 +352,9 @@ public final class BookRelay {
     /** On the endpoint: sends what was gathered, in batches of at most max-batch (a Book timed out meanwhile stays). */
     void drain() {
       draining.set(false);
-      List<Pending> batch = new ArrayList<>();
-      for (Pending call; (call = gathered.poll()) != null; ) {
-        if (pending.get(call.book.nonce()) != call) {
+      List<Pending<?>> batch = new ArrayList<>();
+      for (Pending<?> call; (call = gathered.poll()) != null; ) {
+        if (pending.get(call.nonce) != call) {
           continue;
         }
         batch.add(call);
@@ -294,7 +374,7 @@ public final class BookRelay {
     }
 
     /** A Book timed out: one still gathered is never sent (its CancelBook then finds nothing). */
-    void timedOut(Pending call) {
+    void timedOut(Pending<?> call) {
       unanswered.decrementAndGet();
       gathered.remove(call);
     }
@@ -318,46 +398,36 @@ public final class BookRelay {
      * caller's timeout, as after an ask.
      */
     void admissionStopped(ActorRef<ModelAdmission.Command> actor) {
-      List<ModelAdmission.RelayedBook> again = new ArrayList<>();
+      List<Pending<?>> again = new ArrayList<>();
       boolean nodeLives = isLiveMember(actor.path().address());
       synchronized (this) {
         if (actor.equals(admission)) {
           admission = null;
         }
-        for (Pending call : nodeLives ? pending.values() : List.<Pending>of()) {
+        for (Pending<?> call : nodeLives ? pending.values() : List.<Pending<?>>of()) {
           if (call.channel == this && actor.equals(call.sentTo)) {
             call.sentTo = null;
-            again.add(call.book);
+            again.add(call);
           }
         }
       }
       if (!again.isEmpty()) {
-        entity.tell(new ModelAdmission.RelayBooks(endpoint, again, false));
+        sendCalls(again, null, entity, false);
       }
     }
 
-    private void tell(List<Pending> batch) {
-      if (batch == null) {
-        return;
-      }
-      List<ModelAdmission.RelayedBook> books = new ArrayList<>(batch.size());
+    private void tell(List<Pending<?>> batch) {
       ActorRef<ModelAdmission.Command> to;
       boolean wantsAdmission;
       synchronized (this) {
         to = admission;
         // until an answer names the actor, every send asks for it (one that asked may be lost with its answers)
         wantsAdmission = settings.direct() && to == null;
-        for (Pending call : batch) {
+        for (Pending<?> call : batch) {
           call.sentTo = to;
-          books.add(call.book);
         }
       }
-      ModelAdmission.RelayBooks message = new ModelAdmission.RelayBooks(endpoint, books, wantsAdmission);
-      if (to != null) {
-        to.tell(message);
-      } else {
-        entity.tell(message);
-      }
+      sendCalls(batch, to, entity, wantsAdmission);
     }
   }
 }

@@ -100,6 +100,42 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
   /** One Book of a {@link RelayBooks}; its fields as a {@link Book}'s. */
   public record RelayedBook(SelectionRequest request, long nonce, long timeoutMillis) {}
 
+  /**
+   * Mutations of bookings relayed by another node ({@link BookRelay}): each applied as its {@link Release},
+   * {@link MarkPrefillDone} or {@link Renew} would be, its result sent to {@code endpoint} as a {@link BookRelay.Answer}
+   * with its correlation id once a majority holds the change, with the other answers to that node decided in the
+   * same message. {@code wantsAdmission} as for {@link RelayBooks}.
+   */
+  public record RelayMutations(ActorRef<BookRelay.Answers> endpoint, List<RelayedMutation> mutations,
+      boolean wantsAdmission) implements Command {}
+
+  /** One mutation of a {@link RelayMutations}: what it does, to which booking, and its correlation id. */
+  public record RelayedMutation(MutationKind kind, String requestId, long attempt, long nonce) {}
+
+  /** The mutations of a live booking a caller sends after its Book. */
+  public enum MutationKind {
+    RELEASE("Release"), MARK_PREFILL_DONE("MarkPrefillDone"), RENEW("Renew");
+
+    private final String callName;
+
+    MutationKind(String callName) {
+      this.callName = callName;
+    }
+
+    /** The call's name as the API spells it (messages, logs). */
+    public String callName() {
+      return callName;
+    }
+
+    MutationResult applyTo(AdmissionState state, String requestId, long attempt) {
+      return switch (this) {
+        case RELEASE -> state.release(requestId, attempt);
+        case MARK_PREFILL_DONE -> state.markPrefillDone(requestId, attempt);
+        case RENEW -> state.renew(requestId, attempt);
+      };
+    }
+  }
+
   public record Release(String requestId, long attempt, ActorRef<MutationReply> replyTo) implements Command {}
 
   public record MarkPrefillDone(String requestId, long attempt, ActorRef<MutationReply> replyTo)
@@ -305,12 +341,13 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
         .onMessage(Book.class, this::onBook)
         .onMessage(RelayBooks.class, this::onRelayBooks)
         .onMessage(CancelBook.class, this::onCancelBook)
+        .onMessage(RelayMutations.class, this::onRelayMutations)
         .onMessage(Release.class, m -> replyReplicated(m.replyTo(),
-            new MutationReply(state.release(m.requestId(), m.attempt()))))
+            new MutationReply(MutationKind.RELEASE.applyTo(state, m.requestId(), m.attempt()))))
         .onMessage(MarkPrefillDone.class, m -> replyReplicated(m.replyTo(),
-            new MutationReply(state.markPrefillDone(m.requestId(), m.attempt()))))
+            new MutationReply(MutationKind.MARK_PREFILL_DONE.applyTo(state, m.requestId(), m.attempt()))))
         .onMessage(Renew.class, m -> replyReplicated(m.replyTo(),
-            new MutationReply(state.renew(m.requestId(), m.attempt()))))
+            new MutationReply(MutationKind.RENEW.applyTo(state, m.requestId(), m.attempt()))))
         .onMessage(GetState.class, m -> reply(m.replyTo(),
             new StateReply(state.snapshot(), env.hostNode(), state.replicationSeq())))
         .onMessage(GetBookDecisions.class, m -> reply(m.replyTo(), bookDecisions(m.limit())))
@@ -514,6 +551,15 @@ public final class ModelAdmission extends AbstractBehavior<ModelAdmission.Comman
       long nonce = b.nonce();
       book(b.request(), nonce, b.timeoutMillis(), caller,
           reply -> relayAnswers.add(m.endpoint(), BookRelay.Answer.of(nonce, reply), m.wantsAdmission()));
+    }
+    return afterCommand();
+  }
+
+  private Behavior<Command> onRelayMutations(RelayMutations m) {
+    for (RelayedMutation mutation : m.mutations()) {
+      MutationResult result = mutation.kind().applyTo(state, mutation.requestId(), mutation.attempt());
+      BookRelay.Answer answer = BookRelay.Answer.mutated(mutation.nonce(), result);
+      answerReplicated(() -> relayAnswers.add(m.endpoint(), answer, m.wantsAdmission()));
     }
     return afterCommand();
   }

@@ -64,7 +64,10 @@ public final class ModelClient {
   /** This node's address and region, as {@link #state} and {@link #explainRecent} report them. */
   private final String selfAddress;
   private final String selfRegion;
-  /** How a Book reaches the actor on another node (of this region or another): null, an ask each ({@link BookRelay}). */
+  /**
+   * How a Book and its mutations reach the actor on another node (of this region or another): null, an ask each
+   * ({@link BookRelay}).
+   */
   private final BookRelay relay;
 
   public ModelClient(String model, String region, EntityRef<ModelAdmission.Command> entity,
@@ -148,34 +151,48 @@ public final class ModelClient {
   }
 
   public CompletionStage<MutationResult> release(String requestId, long attempt, Duration remaining) {
-    return mutate(replyTo -> new ModelAdmission.Release(requestId, attempt, replyTo), remaining);
+    return mutate(ModelAdmission.MutationKind.RELEASE, requestId, attempt,
+        replyTo -> new ModelAdmission.Release(requestId, attempt, replyTo), remaining);
   }
 
   public CompletionStage<MutationResult> markPrefillDone(String requestId, long attempt, Duration remaining) {
-    return mutate(replyTo -> new ModelAdmission.MarkPrefillDone(requestId, attempt, replyTo), remaining);
+    return mutate(ModelAdmission.MutationKind.MARK_PREFILL_DONE, requestId, attempt,
+        replyTo -> new ModelAdmission.MarkPrefillDone(requestId, attempt, replyTo), remaining);
   }
 
   public CompletionStage<MutationResult> renew(String requestId, long attempt, Duration remaining) {
-    return mutate(replyTo -> new ModelAdmission.Renew(requestId, attempt, replyTo), remaining);
+    return mutate(ModelAdmission.MutationKind.RENEW, requestId, attempt,
+        replyTo -> new ModelAdmission.Renew(requestId, attempt, replyTo), remaining);
   }
 
-  /** A fenced mutation; an unknown model's bookings are unknown too: not applied. */
-  private CompletionStage<MutationResult> mutate(
+  /**
+   * A fenced mutation: to the actor here, else through this node's relay when it has one (as {@link #sendBook}),
+   * else by an ask; an unknown model's bookings are unknown too: not applied.
+   */
+  private CompletionStage<MutationResult> mutate(ModelAdmission.MutationKind kind, String requestId, long attempt,
       org.apache.pekko.japi.function.Function<ActorRef<ModelAdmission.MutationReply>, ModelAdmission.Command> message,
       Duration remaining) {
     if (!isKnown()) {
       return CompletableFuture.completedFuture(MutationResult.NOT_APPLIED);
     }
-    return ask(message, remaining, reply -> {
-      MutationResult result = reply.result();
-      if (result.load() != null) {
-        apply(result.load());
-      }
-      if (result.decodeLoad() != null) {
-        apply(result.decodeLoad());
-      }
+    if (relay != null && (slot == null || slot.localAdmission() == null)) {
+      CompletableFuture<MutationResult> result = new CompletableFuture<>();
+      relay.mutate(model, region, entity, kind, requestId, attempt, config.askTimeout(remaining))
+          .whenCompleteAsync(complete(result, remaining, this::applied), SAME_THREAD);
       return result;
-    });
+    }
+    return ask(message, remaining, reply -> applied(reply.result()));
+  }
+
+  /** {@code result} after its loads were written into this node's view. */
+  private MutationResult applied(MutationResult result) {
+    if (result.load() != null) {
+      apply(result.load());
+    }
+    if (result.decodeLoad() != null) {
+      apply(result.decodeLoad());
+    }
+    return result;
   }
 
   private BookingAnswer applied(BookingAnswer answer) {

@@ -41,7 +41,7 @@ class RelayAnswersTest {
       return RelayAnswers.sentAfterEachMessage(answers, Decide.class, Behaviors.receive(Decide.class)
           .onMessage(Decide.class, m -> {
             for (int i = 0; i < m.nonces().size(); i++) {
-              answers.add(m.to().get(i), new BookRelay.Answer(m.nonces().get(i), null, refusal()), m.wantsAdmission());
+              answers.add(m.to().get(i), new BookRelay.Answer(m.nonces().get(i), null, refusal(), null), m.wantsAdmission());
             }
             return Behaviors.same();
           })
