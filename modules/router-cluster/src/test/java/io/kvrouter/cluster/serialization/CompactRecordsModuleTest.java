@@ -45,7 +45,7 @@ class CompactRecordsModuleTest {
     byte[] bytes = cbor.writeValueAsBytes(load);
     JsonNode tree = cbor.readTree(bytes);
     assertThat(tree.isArray()).isTrue();
-    assertThat(tree).hasSize(4);
+    assertThat(tree).hasSize(6); // seq, in flight, prefill, decode, recent bookings and their time
     assertThat(tree.get(2).asLong()).isEqualTo(8192);
     assertThat(new String(bytes, java.nio.charset.StandardCharsets.ISO_8859_1)).doesNotContain("prefillTokens");
     assertThat(cbor.readValue(bytes, RankLoad.class)).isEqualTo(load);
