@@ -2,6 +2,10 @@ package io.kvrouter.cluster;
 
 import io.kvrouter.cluster.replication.ReplicaActor;
 import io.kvrouter.cluster.replication.ReplicationConfig;
+import io.kvrouter.cluster.replication.ReplicationSerializer;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import io.kvrouter.core.replication.BookingChange;
+import io.kvrouter.core.replication.ClosedBooking;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvrouter.core.admission.Clock;
@@ -34,7 +38,8 @@ import org.junit.jupiter.api.Test;
  * Snapshot chunks, cut by router-core's size estimate at {@code max-chunk-bytes}, encoded by the real serializer they
  * cross nodes with (Jackson CBOR, inside {@link ReplicaActor.Chunk}): each stays under the estimate, so under Artery's
  * 256 KiB frame, and decodes back to what was cut (bookings, queued Books and session bindings); a delta of session
- * bindings likewise.
+ * bindings likewise. Deltas and acknowledgements go through {@link ReplicationSerializer} (protobuf): every kind of
+ * change a delta carries decodes to what was sent, and a malformed payload is refused.
  */
 class ReplicationSerializationTest {
   private static final int FRAME = 256 * 1024;
@@ -115,6 +120,62 @@ class ReplicationSerializationTest {
         Serializers.manifestFor(serialization.findSerializerFor(message), message)).get();
     assertThat(decoded.delta().sessions()).isEqualTo(bound);
     assertThat(decoded.delta().sessionsEnded()).isEqualTo(ended);
+  }
+
+  @Test
+  void aDeltaOfEveryKindOfChangeAndItsAcknowledgementRoundTripThroughTheReplicationSerializer() throws Exception {
+    List<WorkerConfig> workers = workers(6);
+    ViewState view = new ViewState("m", 1_800_000_000_000L, 42, workers, "kv", Map.of("seed", "11"));
+    List<RankRecord> loads = List.of(
+        new RankRecord(workers.get(0).workerId(), 0, new RankLoad(9, 4, 1000, 64, 2.5, 1_800_000_000_100L),
+            ReportedLoad.of(100, 2000, 3, 1_800_000_000_000L, java.util.Set.of("adapter-a", "adapter-b"))),
+        new RankRecord(workers.get(1).workerId(), 1, new RankLoad(10, 0, 0, 0), null));
+    List<LedgerSnapshot.Entry> opened = List.of(booking(0, workers.get(0), 32), booking(1, workers.get(1), 0));
+    ReplicaDelta delta = new ReplicaDelta("m", 1_800_000_000_000L, 5, 1_800_000_000_200L, view, loads,
+        List.of(new ClosedBooking("closed-request", 77)), opened,
+        List.of(new BookingChange("changed-request", 78, true, 1_800_000_400_000L, List.of(5L, -6L), 2)), 79,
+        List.of(new QueuedBook("queued-request", -12, "pekko://kvrouter@127.0.0.1:25520/temp/a#1", "gold", 3)),
+        List.of(13L, 14L), sessions(workers, 2), List.of("ended-session"));
+    Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
+    ActorRef<ReplicaActor.Reply> owner = cluster.kit.<ReplicaActor.Reply>createTestProbe().ref();
+    ReplicaActor.Delta message = new ReplicaActor.Delta(delta, owner);
+    assertThat(serialization.findSerializerFor(message)).isInstanceOf(ReplicationSerializer.class);
+    ReplicaActor.Delta decoded = (ReplicaActor.Delta) roundTrip(serialization, message);
+    assertThat(decoded.owner()).isEqualTo(owner);
+    assertThat(decoded.delta()).usingRecursiveComparison().isEqualTo(delta);
+    assertThat(decoded.delta().opened().get(1).selection().decode()).isNotNull();
+
+    ReplicaDelta withoutView = new ReplicaDelta("m", 1, 6, 2, null, List.of(), List.of(), List.of(), List.of(), 0,
+        List.of(), List.of());
+    assertThat(((ReplicaActor.Delta) roundTrip(serialization, new ReplicaActor.Delta(withoutView, owner))).delta())
+        .usingRecursiveComparison().isEqualTo(withoutView);
+
+    ActorRef<ReplicaActor.Command> peer = cluster.kit.<ReplicaActor.Command>createTestProbe().ref();
+    ReplicaActor.Acked acked = new ReplicaActor.Acked(peer, 1_800_000_000_000L, 5);
+    assertThat(serialization.findSerializerFor(acked)).isInstanceOf(ReplicationSerializer.class);
+    assertThat(roundTrip(serialization, acked)).isEqualTo(acked);
+  }
+
+  @Test
+  void aMalformedDeltaIsRefused() {
+    Serialization serialization = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
+    ReplicaDelta delta = new ReplicaDelta("m", 1, 1, 2, null, List.of(), List.of(), List.of(), List.of(), 0,
+        List.of(), List.of());
+    ReplicaActor.Delta message = new ReplicaActor.Delta(delta, cluster.kit.<ReplicaActor.Reply>createTestProbe().ref());
+    org.apache.pekko.serialization.Serializer serializer = serialization.findSerializerFor(message);
+    byte[] bytes = serialization.serialize(message).get();
+    byte[] truncated = java.util.Arrays.copyOf(bytes, bytes.length - 1);
+    assertThatThrownBy(() -> serialization.deserialize(truncated, serializer.identifier(),
+        Serializers.manifestFor(serializer, message)).get()).isInstanceOf(java.io.NotSerializableException.class);
+    assertThatThrownBy(() -> serialization.deserialize(bytes, serializer.identifier(), "no-such-manifest").get())
+        .isInstanceOf(java.io.NotSerializableException.class);
+  }
+
+  private static Object roundTrip(Serialization serialization, Object message) {
+    org.apache.pekko.serialization.Serializer serializer = serialization.findSerializerFor(message);
+    byte[] bytes = serialization.serialize(message).get();
+    return serialization.deserialize(bytes, serializer.identifier(), Serializers.manifestFor(serializer, message))
+        .get();
   }
 
   @Test
