@@ -48,7 +48,16 @@ class ClusterArchitectureTest {
   @Test
   void theClusterLayerKnowsNoTransport() {
     noClasses().should().dependOnClassesThat()
-        .resideInAnyPackage("io.kvrouter.server..", "io.kvrouter.api..", "io.grpc..", "com.google.protobuf..")
+        .resideInAnyPackage("io.kvrouter.server..", "io.kvrouter.api..", "io.grpc..")
+        .check(CLUSTER);
+  }
+
+  /** Protobuf is the replication wire's format between nodes: only that serializer and its messages know it. */
+  @Test
+  void onlyTheReplicationWireKnowsProtobuf() {
+    noClasses().that().resideOutsideOfPackage("io.kvrouter.cluster.replication.proto..")
+        .and().doNotHaveFullyQualifiedName("io.kvrouter.cluster.replication.ReplicationSerializer")
+        .should().dependOnClassesThat().resideInAPackage("com.google.protobuf..")
         .check(CLUSTER);
   }
 }
