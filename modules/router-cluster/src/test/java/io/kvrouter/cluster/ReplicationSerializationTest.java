@@ -171,6 +171,46 @@ class ReplicationSerializationTest {
         .isInstanceOf(java.io.NotSerializableException.class);
   }
 
+  /**
+   * The first step of the rolling upgrade the README describes: with the old binding kept in config a node sends its
+   * deltas as Jackson CBOR, which a node of the default binding decodes to what was sent, and it decodes that node's
+   * protobuf deltas.
+   */
+  @Test
+  void withTheOldBindingKeptDeltasGoAsCborAndNodesOfEitherBindingReadEachOthersDeltas() {
+    TestCluster upgrading = TestCluster.start(Clock.SYSTEM, """
+        pekko.actor.serialization-bindings {
+          "io.kvrouter.cluster.replication.ReplicaActor$Delta" = jackson-cbor
+          "io.kvrouter.cluster.replication.ReplicaActor$Acked" = jackson-cbor
+        }
+        """);
+    try {
+      Serialization sender = SerializationExtension.get(Adapter.toClassic(upgrading.kit.system()));
+      Serialization receiver = SerializationExtension.get(Adapter.toClassic(cluster.kit.system()));
+      List<WorkerConfig> workers = workers(2);
+      ReplicaDelta delta = new ReplicaDelta("m", 1_800_000_000_000L, 3, 1_800_000_000_200L, null, List.of(),
+          List.of(new ClosedBooking("closed-request", 7)), List.of(booking(0, workers.get(0), 4)), List.of(), 8,
+          List.of(), List.of(), sessions(workers, 1), List.of());
+      ReplicaActor.Delta message = new ReplicaActor.Delta(delta,
+          upgrading.kit.<ReplicaActor.Reply>createTestProbe().ref());
+      org.apache.pekko.serialization.Serializer cbor = sender.findSerializerFor(message);
+      assertThat(cbor).isNotInstanceOf(ReplicationSerializer.class);
+      assertThat(receiver.findSerializerFor(message)).isInstanceOf(ReplicationSerializer.class);
+      ReplicaActor.Delta decoded = (ReplicaActor.Delta) receiver.deserialize(sender.serialize(message).get(),
+          cbor.identifier(), Serializers.manifestFor(cbor, message)).get();
+      assertThat(decoded.delta()).usingRecursiveComparison().isEqualTo(delta);
+
+      // and the upgrading node reads what a node of the new binding sends (it has the serializer, unbound)
+      ReplicaActor.Delta fromNew = new ReplicaActor.Delta(delta, cluster.kit.<ReplicaActor.Reply>createTestProbe().ref());
+      org.apache.pekko.serialization.Serializer protobuf = receiver.findSerializerFor(fromNew);
+      ReplicaActor.Delta read = (ReplicaActor.Delta) sender.deserialize(receiver.serialize(fromNew).get(),
+          protobuf.identifier(), Serializers.manifestFor(protobuf, fromNew)).get();
+      assertThat(read.delta()).usingRecursiveComparison().isEqualTo(delta);
+    } finally {
+      upgrading.close();
+    }
+  }
+
   private static Object roundTrip(Serialization serialization, Object message) {
     org.apache.pekko.serialization.Serializer serializer = serialization.findSerializerFor(message);
     byte[] bytes = serialization.serialize(message).get();
