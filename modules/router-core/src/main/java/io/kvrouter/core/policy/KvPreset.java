@@ -14,7 +14,7 @@ import java.util.stream.Collectors;
  * either by name and compare them.
  */
 public enum KvPreset {
-  KVROUTER("kvrouter", 1.0, 32.0, 0.75, 0.25, 0.0, 0.0, 0.0, 1.25, 0.1, 0.0),
+  KVROUTER("kvrouter", 1.0, 32.0, 0.75, 0.25, 0.0, 0.0, 0.0, 1.25, 0.1, 10.0),
   DYNAMO("dynamo", 1.0, 1.0, 0.75, 0.25, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0);
 
   /** The parameters a preset sets. */

@@ -68,13 +68,18 @@ class LoadBoundWindowTest {
   }
 
   @Test
-  void theWindowIsOffByDefaultAndBookingsThenLeaveNoRecentCount() {
+  void theWindowIsTenSecondsByDefaultAndOffInDynamosPresetWhereBookingsLeaveNoRecentCount() {
     ManualClock clock = new ManualClock(1_000_000);
     AdmissionState state = new AdmissionState("m", AdmissionSettings.DEFAULTS, clock);
     state.register(worker("w1"));
-    assertThat(state.view().policy().loadBoundWindow()).isZero();
+    assertThat(state.view().policy().loadBoundWindowMillis()).isEqualTo(10_000);
     state.book(Requests.of("m", "r1", 160), 1, 0);
-    assertThat(state.view().cell(0).booked().recentBookings()).isZero();
+    assertThat(state.view().cell(0).booked().recentBookings()).isEqualTo(1.0);
+    state.setPolicy("kv", Map.of(PolicyConfig.PRESET, "dynamo"));
+    assertThat(state.view().policy().loadBoundWindow()).isZero();
+    double before = state.view().cell(0).booked().recentBookings();
+    state.book(Requests.of("m", "r2", 160), 2, 0);
+    assertThat(state.view().cell(0).booked().recentBookings()).isEqualTo(before);
   }
 
   /**
