@@ -201,7 +201,8 @@ class ReplicationSerializationTest {
       assertThat(decoded.delta()).usingRecursiveComparison().isEqualTo(delta);
 
       // and the upgrading node reads what a node of the new binding sends (it has the serializer, unbound)
-      ReplicaActor.Delta fromNew = new ReplicaActor.Delta(delta, cluster.kit.<ReplicaActor.Reply>createTestProbe().ref());
+      ReplicaActor.Delta fromNew =
+          new ReplicaActor.Delta(delta, cluster.kit.<ReplicaActor.Reply>createTestProbe().ref());
       org.apache.pekko.serialization.Serializer protobuf = receiver.findSerializerFor(fromNew);
       ReplicaActor.Delta read = (ReplicaActor.Delta) sender.deserialize(receiver.serialize(fromNew).get(),
           protobuf.identifier(), Serializers.manifestFor(protobuf, fromNew)).get();
