@@ -79,10 +79,30 @@ alive() { running_pid "$1" >/dev/null && [ "$(http_code "$(management_url "$1")/
 ready() { [ "$(http_code "$(management_url "$1")/ready")" = 200 ]; }
 all_up() { [ "$(members_up "$1")" -ge "$nodes" ]; }
 
+# How often start runs a node again whose JVM exited before it was ready, as an orchestrator would: a node that
+# another quarantined while it joined (Artery, seeds starting late on a loaded host) downs itself and exits, and only
+# a new incarnation can join.
+restarts_allowed="${KVROUTER_LOCAL_RESTARTS:-2}"
+restarts_file() { echo "$dir/node-$1.restarts"; }
+
+ready_or_restarted() { # ready_or_restarted N: true once ready; if the JVM is gone, starts it again (at most restarts_allowed)
+  local n="$1" count
+  ready "$n" && return 0
+  running_pid "$n" >/dev/null && return 1
+  count="$(cat "$(restarts_file "$n")" 2>/dev/null || echo 0)"
+  [ "$count" -lt "$restarts_allowed" ] || return 1
+  count=$((count + 1))
+  echo "$count" >"$(restarts_file "$n")"
+  mv "$(log_file "$n")" "$(log_file "$n").exited-$count" 2>/dev/null || true
+  echo "node $n exited before it was ready (log: $(log_file "$n").exited-$count); starting it again ($count of $restarts_allowed)"
+  start_node "$n"
+  return 1
+}
+
 start_wave() { # start_wave N...: start these nodes together, then wait until each one is ready
   local n
-  for n in "$@"; do start_node "$n"; done
-  for n in "$@"; do wait_until "node $n to be ready (log: $(log_file "$n"))" ready "$n"; done
+  for n in "$@"; do rm -f "$(restarts_file "$n")"; start_node "$n"; done
+  for n in "$@"; do wait_until "node $n to be ready (log: $(log_file "$n"))" ready_or_restarted "$n"; done
 }
 
 wait_all_up() { # until every node sees all nodes Up
