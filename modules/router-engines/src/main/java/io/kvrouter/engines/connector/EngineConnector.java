@@ -488,9 +488,7 @@ public final class EngineConnector implements AutoCloseable {
    * counted in {@code caughtUpBatches}.
    */
   private void catchUp(Rank rank) {
-    long before = rank.batches;
     recover(rank, Long.MAX_VALUE, true);
-    rank.caughtUpBatches += Math.max(0, rank.batches - before);
   }
 
   private boolean recover(Rank rank, long liveSeq, boolean catchUp) {
@@ -516,6 +514,10 @@ public final class EngineConnector implements AutoCloseable {
             }
           }
           if (rank.lastSeq < 0 || seq > rank.lastSeq) {
+            if (catchUp) {
+              // counted before the index sees the batch, so a reader that sees it there sees the count too
+              rank.caughtUpBatches++;
+            }
             apply(rank, seq, payload);
           }
           return running && seq < liveSeq - 1;
@@ -734,19 +736,20 @@ public final class EngineConnector implements AutoCloseable {
         blocks += stored.blockHashes().length;
       }
     }
-    for (List<KvEventRecord> records : batcher.batches(translated, target::nextId)) {
-      publish(target, records);
-    }
-    advance(rank, seq, digest);
-    if (target != rank) {
-      mark(target);
-    }
+    // counted before the index and the sequence move, so a reader that sees either sees the counts too
     target.batches++;
     target.events += batch.events().size();
     if (Double.isFinite(batch.ts())) {
       long lag = Math.max(0, clock.getAsLong() - Math.round(batch.ts() * 1000));
       target.lagMillis = lag;
       target.maxLagMillis = Math.max(target.maxLagMillis, lag);
+    }
+    for (List<KvEventRecord> records : batcher.batches(translated, target::nextId)) {
+      publish(target, records);
+    }
+    advance(rank, seq, digest);
+    if (target != rank) {
+      mark(target);
     }
     listener.applied(target.rank, seq, batch.ts(), blocks);
   }
