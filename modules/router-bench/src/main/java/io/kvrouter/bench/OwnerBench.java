@@ -11,6 +11,7 @@ import io.kvrouter.api.v1.BookingRef;
 import io.kvrouter.api.v1.RouteRequest;
 import io.kvrouter.api.v1.RouterGrpc;
 import io.kvrouter.api.v1.Scope;
+import io.kvrouter.bench.transport.ProcStat;
 import io.kvrouter.cluster.admission.ModelClient;
 import io.kvrouter.core.model.WorkerConfig;
 import io.kvrouter.core.model.WorkerRole;
@@ -49,6 +50,7 @@ final class OwnerBench {
   private static final String MODEL = Fixtures.MODEL;
   private static final int BLOCKS = 64;
   private static final long DEADLINE_MS = 10_000;
+  private static final long TICKS_PER_SECOND = ProcStat.clockTicksPerSecond();
 
   private OwnerBench() {}
 
@@ -57,14 +59,25 @@ final class OwnerBench {
     CompletionStage<?> pair(String id);
   }
 
-  /** Pairs per second and process CPU per pair of one measurement. */
-  private record Rate(double pairsPerSecond, double cpuMicrosPerPair) {}
+  /**
+   * Pairs per second and process CPU per pair of one measurement, and the part of that CPU the JIT compiler threads
+   * spent (three nodes' worth of code paths compile for long after the warm-up on 2 CPUs).
+   */
+  private record Rate(double pairsPerSecond, double cpuMicrosPerPair, double jitMicrosPerPair) {}
+
+  /** Untimed closed loops through each path before its first measurement (JIT). */
+  private static Duration warmUp(boolean quick) {
+    return quick ? Duration.ofMillis(300) : Duration.ofSeconds(10);
+  }
+
+  private static final String CPU_NOTE = " CPU is this process's CPU time (nodes and client together) per pair; in "
+      + "parentheses the part of it the JIT compiler threads spent (from /proc).";
 
   // ---- bench owner
 
   static List<Path> runRegion(Path out, boolean quick) throws Exception {
     Duration duration = quick ? Duration.ofMillis(500) : Duration.ofSeconds(5);
-    Duration warmUp = quick ? Duration.ofMillis(300) : Duration.ofSeconds(3);
+    Duration warmUp = warmUp(quick);
     int rounds = quick ? 1 : 2;
     Report report = new Report("Owner-direct Books: a region of three nodes behind a round-robin client");
     List<ManagedChannel> channels = new ArrayList<>();
@@ -106,8 +119,7 @@ final class OwnerBench {
           + ", 64-block requests. Each caller runs a closed loop of Book then Release over gRPC (grpc-java, one "
           + "HTTP/2 connection per node), " + duration.toMillis() + " ms per measurement after " + warmUp.toMillis()
           + " ms of warm-up per path, " + rounds + " rounds, the paths interleaved in an order that turns each "
-          + "round, the heap collected before each measurement. CPU is this process's CPU time (nodes and client "
-          + "together) per pair.");
+          + "round, the heap collected before each measurement." + CPU_NOTE);
       Report.Table table = new Report.Table("path", "callers", "round", "Book+Release pairs/s", "CPU µs/pair",
           "pairs/s relative to the owner alone", "CPU/pair relative to the owner alone");
       for (int callers : new int[] {16, 64}) {
@@ -215,7 +227,7 @@ final class OwnerBench {
 
   static List<Path> runRegions(Path out, boolean quick) throws Exception {
     Duration duration = quick ? Duration.ofMillis(500) : Duration.ofSeconds(5);
-    Duration warmUp = quick ? Duration.ofMillis(300) : Duration.ofSeconds(3);
+    Duration warmUp = warmUp(quick);
     int rounds = quick ? 1 : 2;
     int callers = 16;
     Report report = new Report("Owner-direct Books across regions: global Book + Release");
@@ -281,7 +293,8 @@ final class OwnerBench {
           + "(issue 25): global Book + Release ≥ 0.25× local. `owner-direct`: a client of us's node asks a global "
           + "Select once, which names eu's owner node (Selection.owner_endpoint, from eu's pool summaries), and "
           + "sends its global Books and their Releases there: eu's node then books in its own region without a "
-          + "cross-region hop. The relay rows go through the sharding proxy of data center eu (Artery, CBOR).");
+          + "cross-region hop. The relay rows go through the sharding proxy of data center eu (Artery, CBOR)."
+          + CPU_NOTE);
       report.table(table);
     } finally {
       channels.forEach(ManagedChannel::shutdownNow);
@@ -374,7 +387,7 @@ final class OwnerBench {
   }
 
   private static String cpu(Rate rate) {
-    return String.format(Locale.ROOT, "%.0f", rate.cpuMicrosPerPair());
+    return String.format(Locale.ROOT, "%.0f (JIT %.0f)", rate.cpuMicrosPerPair(), rate.jitMicrosPerPair());
   }
 
   /** Runs {@code callers} closed loops of pairs for {@code duration}; pairs per second and CPU per pair. */
@@ -389,6 +402,8 @@ final class OwnerBench {
     long end = System.nanoTime() + duration.toNanos();
     String prefix = what + "-" + System.nanoTime() + "-";
     List<CompletableFuture<Void>> loops = new ArrayList<>();
+    long pid = ProcessHandle.current().pid();
+    long jitStart = ProcStat.compilerTicks(pid);
     long cpuStart = os.getProcessCpuTime();
     long start = System.nanoTime();
     for (int i = 0; i < callers; i++) {
@@ -399,10 +414,13 @@ final class OwnerBench {
     CompletableFuture.allOf(loops.toArray(CompletableFuture[]::new)).join();
     double seconds = (System.nanoTime() - start) / 1e9;
     double cpuMicros = (os.getProcessCpuTime() - cpuStart) / 1e3;
-    Rate rate = new Rate(done.get() / seconds, done.get() == 0 ? Double.NaN : cpuMicros / done.get());
+    double jitMicros = (ProcStat.compilerTicks(pid) - jitStart) * 1e6 / TICKS_PER_SECOND;
+    double pairs = done.get();
+    Rate rate = new Rate(pairs / seconds, pairs == 0 ? Double.NaN : cpuMicros / pairs,
+        pairs == 0 ? Double.NaN : jitMicros / pairs);
     if (!what.equals("warm")) {
-      Progress.line("owner", "%s, %d callers: %s pairs/s, %.0f µs CPU/pair", what, callers,
-          Report.rate(rate.pairsPerSecond()), rate.cpuMicrosPerPair());
+      Progress.line("owner", "%s, %d callers: %s pairs/s, %.0f µs CPU/pair (JIT %.0f)", what, callers,
+          Report.rate(rate.pairsPerSecond()), rate.cpuMicrosPerPair(), rate.jitMicrosPerPair());
     }
     return rate;
   }
