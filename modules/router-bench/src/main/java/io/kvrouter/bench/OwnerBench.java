@@ -51,6 +51,8 @@ final class OwnerBench {
   private static final int BLOCKS = 64;
   private static final long DEADLINE_MS = 10_000;
   private static final long TICKS_PER_SECOND = ProcStat.clockTicksPerSecond();
+  private static final String CPU_NOTE = " CPU is this process's CPU time (nodes and client together) per pair; in "
+      + "parentheses the part of it the JIT compiler threads spent (from /proc).";
 
   private OwnerBench() {}
 
@@ -69,9 +71,6 @@ final class OwnerBench {
   private static Duration warmUp(boolean quick) {
     return quick ? Duration.ofMillis(300) : Duration.ofSeconds(10);
   }
-
-  private static final String CPU_NOTE = " CPU is this process's CPU time (nodes and client together) per pair; in "
-      + "parentheses the part of it the JIT compiler threads spent (from /proc).";
 
   // ---- bench owner
 
