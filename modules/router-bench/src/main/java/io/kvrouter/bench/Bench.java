@@ -78,6 +78,11 @@ public final class Bench implements Runnable {
     cli.addSubcommand("cluster-relay", subcommand("Books through a non-owner node vs the owner, one region of three "
         + "nodes per relay path / transport setting (run alone, in its own JVM).",
         List.of(new Benchmark("cluster-relay", "", ClusterBench::runRelay))));
+    // not in `all`: ten router nodes in this JVM
+    cli.addSubcommand("dispatchers", subcommand("One pool of threads for every actor (the production config) vs "
+        + "Pekko's separate pools, side by side: the owner's Books with replication on, Books through a non-owner, "
+        + "Book + Release across regions (run alone, in its own JVM).",
+        List.of(new Benchmark("dispatchers", "", DispatchersBench::run))));
     // not in `all`: two router nodes of two regions in this JVM
     cli.addSubcommand("regions", subcommand("Two regions of one node each in this JVM: global vs regional Select "
         + "per call (JMH), Book + Release through the cross-region proxy vs local (run alone, in its own JVM).",

@@ -121,7 +121,7 @@ final class ClusterBench {
     return List.of(report.write(out, "cluster.md"));
   }
 
-  private static String replication(boolean enabled) {
+  static String replication(boolean enabled) {
     return "kvrouter.replication.enabled = " + (enabled ? "on" : "off") + "\n";
   }
 
@@ -134,11 +134,11 @@ final class ClusterBench {
    * Registers {@code workers} workers of a model through node {@code via}; returns where its actor runs. Sharding
    * places a new shard on the least-loaded region, the requester's when tied.
    */
-  private static Placement place(LoopbackRegion region, int workers, int via) {
+  static Placement place(LoopbackRegion region, int workers, int via) {
     return place(region, MODEL, workers, via);
   }
 
-  private static Placement place(LoopbackRegion region, String model, int workers, int via) {
+  static Placement place(LoopbackRegion region, String model, int workers, int via) {
     List<Rank> ranks = new ArrayList<>();
     RouterNode node = region.node(via);
     for (int i = 0; i < workers; i++) {
@@ -171,7 +171,7 @@ final class ClusterBench {
     }
   }
 
-  private static int other(LoopbackRegion region, int not) {
+  static int other(LoopbackRegion region, int not) {
     return (not + 1) % region.size();
   }
 
@@ -547,7 +547,7 @@ final class ClusterBench {
     }
   }
 
-  private static List<SideBySide> sideBySide(String what, ModelClient first, ModelClient firstReleaser,
+  static List<SideBySide> sideBySide(String what, ModelClient first, ModelClient firstReleaser,
       ModelClient second, ModelClient secondReleaser, Settings s, ExecutorService pool) {
     AtomicLong ids = new AtomicLong();
     Queue<BookingAnswer> heldFirst = new ConcurrentLinkedQueue<>();
@@ -557,7 +557,7 @@ final class ClusterBench {
   }
 
   /** Book + Release pairs through {@code first} and through {@code second}, as {@link #sideBySide} Books. */
-  private static List<SideBySide> pairsSideBySide(String what, ModelClient first, ModelClient second, Settings s,
+  static List<SideBySide> pairsSideBySide(String what, ModelClient first, ModelClient second, Settings s,
       ExecutorService pool) {
     AtomicLong ids = new AtomicLong();
     Queue<BookingAnswer> none = new ConcurrentLinkedQueue<>();
@@ -855,7 +855,7 @@ final class ClusterBench {
     return new io.kvrouter.cluster.admission.ModelAdmission.RelayBooks(ref.unsafeUpcast(), list, false);
   }
 
-  private static String loadAverage1() {
+  static String loadAverage1() {
     try {
       return java.nio.file.Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+")[0];
     } catch (java.io.IOException e) {

@@ -26,9 +26,14 @@ final class TwoRegions implements AutoCloseable {
   }
 
   static TwoRegions start() {
-    RouterNode us = LoopbackNode.start("pekko.cluster.multi-data-center.self-data-center = us\n");
+    return start("");
+  }
+
+  /** Both nodes with {@code config} (HOCON) over the production config. */
+  static TwoRegions start(String config) {
+    RouterNode us = LoopbackNode.start(config + "pekko.cluster.multi-data-center.self-data-center = us\n");
     int seedPort = (Integer) Cluster.get(us.system()).selfMember().address().getPort().get();
-    RouterNode eu = LoopbackNode.start("pekko.cluster.multi-data-center.self-data-center = eu\n"
+    RouterNode eu = LoopbackNode.start(config + "pekko.cluster.multi-data-center.self-data-center = eu\n"
         + "kvrouter.cluster.seed-nodes = \"127.0.0.1:" + seedPort + "\"\n");
     TwoRegions regions = new TwoRegions(us, eu);
     regions.await("both nodes Up", () -> List.of(us, eu).stream().allMatch(node -> {

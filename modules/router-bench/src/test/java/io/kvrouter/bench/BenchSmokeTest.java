@@ -81,6 +81,20 @@ class BenchSmokeTest {
 
   @Test
   @Timeout(value = 300)
+  void dispatchersQuickComparesBothConfigsOnEveryPath(@TempDir Path out) throws Exception {
+    assertThat(Bench.run("dispatchers", "--quick", "--out", out.toString())).isZero();
+    assertThat(read(out, "dispatchers.md"))
+        .contains("| path | callers | Pekko's pools calls/s |")
+        .contains("| Books through the owner | 16 |", "| Books through a non-owner | 16 |",
+            "| Book + Release from us to eu | 16 |", "| Book + Release on eu's node | 16 |")
+        // both configs really ran: the bench's own admission pool beside the production config's default pool
+        .containsPattern("`kvrouter\\.bench\\.admission-pool` \\d+")
+        .containsPattern("`pekko\\.remote\\.default-remote-dispatcher` \\d+")
+        .containsPattern("`pekko\\.actor\\.default-dispatcher` \\d+");
+  }
+
+  @Test
+  @Timeout(value = 300)
   void commonPoolQuickWritesItsTable(@TempDir Path out) throws Exception {
     assertThat(Bench.run("common-pool", "--quick", "--out", out.toString())).isZero();
     assertThat(read(out, "common-pool.md"))
