@@ -42,6 +42,8 @@ final class RegionsBench {
         score(results, "globalOtherRegion") / regional));
 
     Duration duration = quick ? Duration.ofMillis(500) : Duration.ofSeconds(5);
+    // the JIT compiles the relayed path for about 20 s on 2 cores (C2 still busy after 10 s)
+    Duration warmUp = quick ? Duration.ofMillis(500) : Duration.ofSeconds(20);
     int callers = 16;
     try (TwoRegions regions = TwoRegions.start()) {
       TwoRegions.register(regions.eu, BOOK_MODEL, 4);
@@ -53,8 +55,8 @@ final class RegionsBench {
       Lane proxiedLane = (request) -> fromUs.book(request, null)
           .thenCompose(b -> fromUs.release(b.requestId(), b.attempt(), null));
       // warm both paths, then measure them one after the other, twice, on the same cluster
-      drive(localLane, callers, Duration.ofMillis(500));
-      drive(proxiedLane, callers, Duration.ofMillis(500));
+      drive(localLane, callers, warmUp);
+      drive(proxiedLane, callers, warmUp);
       Report.Table table = new Report.Table("path", "round", "Book+Release pairs/s", "relative to local");
       for (int round = 1; round <= 2; round++) {
         double onEu = drive(localLane, callers, duration);
@@ -64,8 +66,8 @@ final class RegionsBench {
             String.format(Locale.ROOT, "%.2f×", throughProxy / onEu));
       }
       report.paragraph("Book + Release pairs per second, " + callers + " callers each with one pair in flight, "
-          + duration.toMillis() + " ms per measurement, on a model with 4 workers in eu only (kv policy, 64-block "
-          + "requests). Local: `ModelClient.book`/`release` on eu's node, where the admission actor runs. Proxied: "
+          + duration.toMillis() + " ms per measurement after " + warmUp.toMillis() + " ms of warm-up per path, on a "
+          + "model with 4 workers in eu only (kv policy, 64-block requests). Local: `ModelClient.book`/`release` on eu's node, where the admission actor runs. Proxied: "
           + "`ModelClient.book`/`release` of region eu on us's node, through the sharding proxy for data center eu (Artery over "
           + "loopback, CBOR both ways). Both regions run in this JVM on the same cores, so the proxied path also "
           + "pays for serialisation on both sides.");
