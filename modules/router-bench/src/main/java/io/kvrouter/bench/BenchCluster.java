@@ -42,10 +42,18 @@ final class BenchCluster implements AutoCloseable {
    * The counting mailbox as the admission dispatcher's {@code mailbox-type}. Typed actors spawned with the default
    * mailbox selector get {@code pekko.actor.typed.default-mailbox} set on their props, which wins over a dispatcher's
    * {@code mailbox-type}; so the two sharded entity types also get it through deployment config (which wins over
-   * props). {@link AdmissionBench} checks that the admission entity really got it.
+   * props). {@link AdmissionBench} checks that the admission entity really got it. The production config makes the
+   * admission dispatcher an alias of the default one, which has no mailbox of its own to replace: here it is a
+   * dispatcher of its own, sized as the production pool (threads = cores).
    */
-  static final String COUNTING_MAILBOX_CONFIG = AdmissionConfig.DISPATCHER + ".mailbox-type = \""
-      + CountingMailbox.class.getName() + "\"\n"
+  static final String COUNTING_MAILBOX_CONFIG = "kvrouter.bench.counting-admission {\n"
+      + "  type = Dispatcher\n"
+      + "  executor = \"fork-join-executor\"\n"
+      + "  throughput = 5\n"
+      + "  fork-join-executor { parallelism-min = 2, parallelism-factor = 1.0, parallelism-max = 64 }\n"
+      + "  mailbox-type = \"" + CountingMailbox.class.getName() + "\"\n"
+      + "}\n"
+      + AdmissionConfig.DISPATCHER + " = \"kvrouter.bench.counting-admission\"\n"
       + "kvrouter.bench.counting-mailbox.mailbox-type = \"" + CountingMailbox.class.getName() + "\"\n"
       + "pekko.actor.deployment {\n"
       + "  \"/sharding/ModelAdmission/*/*\".mailbox = kvrouter.bench.counting-mailbox\n"
