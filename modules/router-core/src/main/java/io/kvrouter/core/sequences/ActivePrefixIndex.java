@@ -9,7 +9,6 @@ import io.kvrouter.core.selection.SelectionView;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import org.jctools.maps.NonBlockingHashMapLong;
 
 /**
  * Which sequence-hash prefixes each rank's live bookings hold, refcounted. A sequence hash names its whole prefix,
@@ -20,8 +19,8 @@ import org.jctools.maps.NonBlockingHashMapLong;
  * <p>Bookings are keyed by their attempt (unique per model): adding an attempt already held, or removing one not
  * held, changes nothing, so a repeated remove can never take away another booking's blocks.
  *
- * <p>Each rank's counts live in a lock-free map with primitive {@code long} keys (JCTools), so neither the Book's
- * add, the Release's remove nor a Select's probes box a hash; counts up to 127 are the JDK's cached Integers.
+ * <p>Each rank's counts live in a {@link SingleWriterLongCounts}: primitive keys and counts, no allocation on the
+ * Book's add, the Release's remove or a Select's probes, and no atomic instruction on the probes' path.
  */
 public final class ActivePrefixIndex implements ActivePrefixSource {
   private final Map<Rank, Held> held = new ConcurrentHashMap<>();
@@ -33,7 +32,7 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
 
   /** One rank's refcounted hashes and the live bookings (by attempt) that put them there. */
   private static final class Held {
-    final NonBlockingHashMapLong<Integer> counts = new NonBlockingHashMapLong<>();
+    final SingleWriterLongCounts counts = new SingleWriterLongCounts();
     /** Writer only. */
     final Long2ObjectOpenHashMap<long[]> bookings = new Long2ObjectOpenHashMap<>();
     volatile int bookingCount;
@@ -53,12 +52,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     if (rankHeld.bookings.putIfAbsent(attempt, sequenceHashes) != null) {
       return;
     }
-    NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
+    SingleWriterLongCounts counts = rankHeld.counts;
     rankHeld.bookingCount++; // single writer: plain increments of volatiles are safe
     liveBookings++;
     for (long hash : sequenceHashes) {
-      Integer count = counts.get(hash);
-      counts.put(hash, Integer.valueOf(count == null ? 1 : count + 1));
+      counts.increment(hash);
     }
   }
 
@@ -69,19 +67,11 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     if (sequenceHashes == null) {
       return;
     }
-    NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
+    SingleWriterLongCounts counts = rankHeld.counts;
     rankHeld.bookingCount--;
     liveBookings--;
     for (long hash : sequenceHashes) {
-      Integer count = counts.get(hash);
-      if (count == null) {
-        continue;
-      }
-      if (count > 1) {
-        counts.put(hash, Integer.valueOf(count - 1));
-      } else {
-        counts.remove(hash);
-      }
+      counts.decrement(hash);
     }
   }
 
@@ -105,8 +95,8 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
     if (rankHeld == null || rankHeld.bookingCount <= 0) {
       return 0;
     }
-    NonBlockingHashMapLong<Integer> counts = rankHeld.counts;
-    return PrefixClosed.heldDepth(sequenceHashes.length, k -> counts.containsKey(sequenceHashes[k]));
+    SingleWriterLongCounts counts = rankHeld.counts;
+    return PrefixClosed.heldDepth(sequenceHashes.length, k -> counts.contains(sequenceHashes[k]));
   }
 
   @Override
