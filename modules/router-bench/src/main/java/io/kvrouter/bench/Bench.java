@@ -44,7 +44,9 @@ public final class Bench implements Runnable {
       new Benchmark("explain", "JMH: inline Select with and without recording its decision (explain), at 1 and 2 "
           + "threads.", ExplainBenchmark::run),
       new Benchmark("kvindex", "KV index: events/s and lookup latency with readers and a writer (JMH), heap per "
-          + "entry.", KvIndexBench::run));
+          + "entry.", KvIndexBench::run),
+      new Benchmark("active-prefix", "JMH: the active-prefix index's work for a Book and its Release, and a "
+          + "Select's probes of every rank.", ActivePrefixBenchmark::run));
 
   @CommandLine.Spec
   CommandLine.Model.CommandSpec spec;

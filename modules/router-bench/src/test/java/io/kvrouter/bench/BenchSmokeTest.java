@@ -56,6 +56,8 @@ class BenchSmokeTest {
         .contains("| benchmark | threads | events | score (ns/op) | p50 | p99 | p99.9 |")
         .contains("| writeAlone | 1 |", "| lookupAlone | 1 |", "| concurrent:lookup | 4 |", "| concurrent:write | 2 |")
         .contains("| (block, rank) entries | blocks (nodes) |");
+    assertThat(read(out, "active-prefix.md"))
+        .contains("| bookAndRelease | 1 | 128 |", "| matchEveryRank | 1 | 128 |");
   }
 
   @Test
