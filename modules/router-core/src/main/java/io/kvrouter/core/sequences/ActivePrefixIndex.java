@@ -9,6 +9,7 @@ import io.kvrouter.core.selection.SelectionView;
 import it.unimi.dsi.fastutil.longs.Long2ObjectOpenHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntPredicate;
 
 /**
  * Which sequence-hash prefixes each rank's live bookings hold, refcounted. A sequence hash names its whole prefix,
@@ -88,15 +89,7 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
 
   /** How many leading blocks of {@code sequenceHashes} the rank's live bookings hold. */
   public int matchedDepth(Rank rank, long[] sequenceHashes) {
-    return matchedDepth(held.get(rank), sequenceHashes);
-  }
-
-  private static int matchedDepth(Held rankHeld, long[] sequenceHashes) {
-    if (rankHeld == null || rankHeld.bookingCount <= 0) {
-      return 0;
-    }
-    SingleWriterLongCounts counts = rankHeld.counts;
-    return PrefixClosed.heldDepth(sequenceHashes.length, k -> counts.contains(sequenceHashes[k]));
+    return new Probe(sequenceHashes).depthOn(held.get(rank));
   }
 
   @Override
@@ -105,8 +98,32 @@ public final class ActivePrefixIndex implements ActivePrefixSource {
       return;
     }
     Held[] byRankIndex = resolution.resolve(view, epoch);
+    Probe probe = new Probe(sequenceHashes);
     for (int i = 0; i < candidates.size(); i++) {
-      candidates.setActiveMatched(i, matchedDepth(byRankIndex[candidates.rankIndex(i)], sequenceHashes));
+      candidates.setActiveMatched(i, probe.depthOn(byRankIndex[candidates.rankIndex(i)]));
+    }
+  }
+
+  /** One request's membership probe, pointed at each rank's counts in turn: one allocation per Select, not per rank. */
+  private static final class Probe implements IntPredicate {
+    private final long[] sequenceHashes;
+    private SingleWriterLongCounts counts;
+
+    Probe(long[] sequenceHashes) {
+      this.sequenceHashes = sequenceHashes;
+    }
+
+    int depthOn(Held rankHeld) {
+      if (rankHeld == null || rankHeld.bookingCount <= 0) {
+        return 0;
+      }
+      counts = rankHeld.counts;
+      return PrefixClosed.heldDepth(sequenceHashes.length, this);
+    }
+
+    @Override
+    public boolean test(int block) {
+      return counts.contains(sequenceHashes[block]);
     }
   }
 }
