@@ -303,6 +303,12 @@ public final class AdmissionState implements ReplicationSender.Source {
         maxDeltaBytes);
   }
 
+  /** Forgets what changed since the previous drain, for an owner with no peer: see {@link ReplicationLog#discard}. */
+  @Override
+  public void discardReplicaDeltas() {
+    replication.discard();
+  }
+
   /** An empty delta as the next seq, when nothing is pending: see {@link ReplicationLog#probe}. */
   @Override
   public ReplicaDelta replicaProbe(long nowMillis) {

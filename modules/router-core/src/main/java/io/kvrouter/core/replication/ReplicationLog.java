@@ -221,6 +221,24 @@ public final class ReplicationLog implements Membership.Changes {
       pieces.sessions.add(binding);
     }
     pieces.cut();
+    clearChanges();
+    return pieces.deltas;
+  }
+
+  /**
+   * Forgets what changed since the last drain, as a drain whose deltas reach no peer would (the seq advances by one
+   * when anything changed): for an owner with no peer to send to, each peer that appears later starts from a
+   * snapshot, so the deltas need not be built.
+   */
+  public void discard() {
+    if (!hasChanges()) {
+      return;
+    }
+    seq++;
+    clearChanges();
+  }
+
+  private void clearChanges() {
     viewChanged = false;
     dirtyRanks.clear();
     opened.clear();
@@ -231,7 +249,6 @@ public final class ReplicationLog implements Membership.Changes {
     unqueued.clear();
     sessions.clear();
     sessionsEnded.clear();
-    return pieces.deltas;
   }
 
   /**

@@ -33,6 +33,9 @@ public final class ReplicationSender<P> {
     /** What changed since the last drain, in deltas of at most {@code maxBytes} (estimated) each. */
     List<ReplicaDelta> drainReplicaDeltas(long nowMillis, int maxBytes);
 
+    /** Forgets what changed since the last drain, the seq advanced as by a drain (no peer would get the deltas). */
+    void discardReplicaDeltas();
+
     /** An empty delta as the next seq. */
     ReplicaDelta replicaProbe(long nowMillis);
 
@@ -95,9 +98,15 @@ public final class ReplicationSender<P> {
   /**
    * Sends what changed since the last flush to every listed peer that is in step, a probe to silent ones, and a
    * snapshot (as of this flush's deltas) to peers that are new or asked for one. Peers no longer listed are
-   * forgotten.
+   * forgotten; with none listed the changes are discarded unbuilt, since a peer listed later is new and gets a
+   * snapshot.
    */
   public void flush(Source source, Set<P> listed, long now, Transport<P> transport) {
+    if (listed.isEmpty()) {
+      peers.clear();
+      source.discardReplicaDeltas();
+      return;
+    }
     List<ReplicaDelta> deltas = source.drainReplicaDeltas(now, maxChunkBytes);
     peers.keySet().retainAll(listed);
     if (deltas.isEmpty() && peers.values().stream().anyMatch(p -> p.wantsProbe(now, resendAfterMillis))) {

@@ -67,6 +67,9 @@ class HeldRepliesTest {
       }
 
       @Override
+      public void discardReplicaDeltas() {}
+
+      @Override
       public ReplicaDelta replicaProbe(long nowMillis) {
         return null;
       }

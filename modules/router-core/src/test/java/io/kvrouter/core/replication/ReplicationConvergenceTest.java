@@ -327,4 +327,63 @@ class ReplicationConvergenceTest {
     assertThat(Copies.ofReplica(replica, chains)).isEqualTo(Copies.expected(owner, chains));
     assertThat(owner.drainReplicaDeltas(clock.millis(), budget)).isEmpty();
   }
+
+  /**
+   * An owner with no peer listed builds no delta: its flush forgets the changes (the seq advancing as a drain's
+   * would), a peer listed later gets a snapshot of everything, and deltas once it is in step.
+   */
+  @Test
+  void anOwnerWithNoPeerSendsNothingAndAPeerListedLaterConvergesFromASnapshot() {
+    ManualClock clock = new ManualClock(1_700_000_000_000L);
+    AdmissionState owner = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
+        view -> {}, 0);
+    ModelReplica replica = new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+    ReplicationSender<String> sender = new ReplicationSender<>(300, 128 * 1024);
+    List<Object> sent = new ArrayList<>();
+    List<ModelReplica.Outcome> outcomes = new ArrayList<>();
+    ReplicationSender.Transport<String> toReplica = new ReplicationSender.Transport<>() {
+      @Override
+      public void delta(String peer, ReplicaDelta delta) {
+        sent.add(delta);
+        outcomes.add(replica.apply(delta, clock.millis()));
+      }
+
+      @Override
+      public void chunk(String peer, SnapshotChunk chunk) {
+        sent.add(chunk);
+        outcomes.add(replica.apply(chunk, clock.millis()));
+      }
+    };
+    List<long[]> chains = List.of(new long[] {1, 2, 3}, new long[] {10, 11});
+    for (int i = 0; i < 4; i++) {
+      owner.register(Fixtures.worker("w" + i, 2));
+    }
+    for (int i = 0; i < 6; i++) {
+      long[] hashes = chains.get(i % 2);
+      owner.book(new SelectionRequest(MODEL, "r" + i, hashes, hashes.length * 16, 0, null, null, null, 0, null, null,
+          null), i, 0);
+    }
+    long seq = owner.replicationSeq();
+
+    sender.flush(owner, Set.of(), clock.millis(), toReplica);
+    assertThat(sent).isEmpty();
+    assertThat(owner.replicationSeq()).isEqualTo(seq + 1);
+    assertThat(owner.drainReplicaDeltas(clock.millis(), Integer.MAX_VALUE)).as("the changes were forgotten").isEmpty();
+
+    LedgerSnapshot.Entry first = owner.ledgerSnapshot().bookings().get(0);
+    assertThat(owner.release(first.requestId(), first.attempt()).applied()).isTrue();
+    sender.flush(owner, Set.of("peer"), clock.millis(), toReplica);
+    assertThat(sent).isNotEmpty().allSatisfy(message -> assertThat(message).isInstanceOf(SnapshotChunk.class));
+    assertThat(outcomes).containsOnly(ModelReplica.Outcome.APPLIED);
+    assertThat(Copies.ofReplica(replica, chains)).isEqualTo(Copies.expected(owner, chains));
+
+    sent.clear();
+    owner.book(new SelectionRequest(MODEL, "r-late", chains.get(0), 48, 0, null, null, null, 0, null, null, null), 99,
+        0);
+    sender.acked("peer", owner.epoch(), owner.replicationSeq(), owner.epoch(), clock.millis());
+    sender.flush(owner, Set.of("peer"), clock.millis(), toReplica);
+    assertThat(sent).singleElement().isInstanceOf(ReplicaDelta.class);
+    assertThat(outcomes).containsOnly(ModelReplica.Outcome.APPLIED);
+    assertThat(Copies.ofReplica(replica, chains)).isEqualTo(Copies.expected(owner, chains));
+  }
 }

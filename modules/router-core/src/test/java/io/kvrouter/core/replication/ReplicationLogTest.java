@@ -92,4 +92,19 @@ class ReplicationLogTest {
     assertThat(log.hasChanges()).isFalse();
     assertThat(log.drain(0, () -> null, rank -> null, 0, Integer.MAX_VALUE)).isEmpty();
   }
+
+  @Test
+  void aDiscardForgetsThePendingChangesAndAdvancesTheSeqOnlyWhenThereWereAny() {
+    log.discard();
+    assertThat(log.seq()).as("nothing pending: nothing to forget").isZero();
+    log.opened(entry("r1", 5));
+    log.rankChanged(new Rank("a", 0));
+    log.discard();
+    assertThat(log.hasChanges()).isFalse();
+    assertThat(log.seq()).isEqualTo(1);
+    log.opened(entry("r2", 6));
+    ReplicaDelta next = drain();
+    assertThat(next.seq()).isEqualTo(2);
+    assertThat(next.opened()).extracting(LedgerSnapshot.Entry::requestId).containsExactly("r2");
+  }
 }
