@@ -71,22 +71,15 @@ final class SingleWriterLongCounts {
       return;
     }
     Table t = table;
-    int i = slot(key, t.mask);
-    while (true) {
-      long k = t.keys[i];
-      if (k == key) {
-        t.counts[i]++;
-        return;
-      }
-      if (k == EMPTY) {
-        t.counts[i] = 1;
-        SLOT.setRelease(t.keys, i, key);
-        if (++size > (t.keys.length >>> 1)) {
-          resize(t.keys.length << 1);
-        }
-        return;
-      }
-      i = (i + 1) & t.mask;
+    int i = find(t, key);
+    if (t.keys[i] == key) {
+      t.counts[i]++;
+      return;
+    }
+    t.counts[i] = 1;
+    SLOT.setRelease(t.keys, i, key);
+    if (++size > (t.keys.length >>> 1)) {
+      resize(t.keys.length << 1);
     }
   }
 
@@ -99,24 +92,23 @@ final class SingleWriterLongCounts {
       return;
     }
     Table t = table;
-    int i = slot(key, t.mask);
-    while (true) {
-      long k = t.keys[i];
-      if (k == EMPTY) {
-        return;
-      }
-      if (k == key) {
-        break;
-      }
-      i = (i + 1) & t.mask;
-    }
-    if (--t.counts[i] > 0) {
+    int i = find(t, key);
+    if (t.keys[i] == EMPTY || --t.counts[i] > 0) {
       return;
     }
     removeAt(t, i);
     if (--size < (t.keys.length >>> 3) && t.keys.length > MIN_CAPACITY) {
       resize(t.keys.length >>> 1);
     }
+  }
+
+  /** The slot holding {@code key} (not 0), else the empty slot that ends its chain. Writer only. */
+  private static int find(Table t, long key) {
+    int i = slot(key, t.mask);
+    while (t.keys[i] != key && t.keys[i] != EMPTY) {
+      i = (i + 1) & t.mask;
+    }
+    return i;
   }
 
   /** Keys in the table, the key 0 included. Writer only. */
@@ -153,10 +145,7 @@ final class SingleWriterLongCounts {
     for (int i = 0; i < old.keys.length; i++) {
       long k = old.keys[i];
       if (k != EMPTY) {
-        int j = slot(k, grown.mask);
-        while (grown.keys[j] != EMPTY) {
-          j = (j + 1) & grown.mask;
-        }
+        int j = find(grown, k);
         grown.keys[j] = k;
         grown.counts[j] = old.counts[i];
       }

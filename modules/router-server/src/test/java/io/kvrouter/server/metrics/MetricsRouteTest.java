@@ -191,29 +191,21 @@ class MetricsRouteTest {
 
     /** The samples named {@code name} whose labels include {@code labels}, as their full label sets. */
     List<Map<String, String>> series(String name, Map<String, String> labels) {
-      List<Map<String, String>> out = new ArrayList<>();
-      for (String line : lines()) {
-        Sample sample = Sample.parse(line);
-        if (sample.name().equals(name) && sample.labels().entrySet().containsAll(labels.entrySet())) {
-          out.add(sample.labels());
-        }
-      }
-      return out;
+      return matching(name, labels).stream().map(Sample::labels).toList();
+    }
+
+    /** The sum over every sample of {@code name} whose labels include {@code labels}. */
+    double sum(String name, Map<String, String> labels) {
+      return matching(name, labels).stream().mapToDouble(Sample::value).sum();
+    }
+
+    private List<Sample> matching(String name, Map<String, String> labels) {
+      return lines().stream().map(Sample::parse)
+          .filter(sample -> sample.name().equals(name) && sample.labels().entrySet().containsAll(labels.entrySet()))
+          .toList();
     }
 
     /** The value of the one sample with exactly this name and label set. */
-    /** The sum over every sample of {@code name} whose labels include {@code labels}. */
-    double sum(String name, Map<String, String> labels) {
-      double total = 0;
-      for (String line : lines()) {
-        Sample sample = Sample.parse(line);
-        if (sample.name().equals(name) && sample.labels().entrySet().containsAll(labels.entrySet())) {
-          total += sample.value();
-        }
-      }
-      return total;
-    }
-
     double value(String name, Map<String, String> labels) {
       Double found = null;
       for (String line : lines()) {
