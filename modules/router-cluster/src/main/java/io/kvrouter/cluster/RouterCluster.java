@@ -30,6 +30,7 @@ import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
 import org.apache.pekko.cluster.Member;
 import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityRef;
 import org.apache.pekko.cluster.typed.Cluster;
 
 /**
@@ -204,7 +205,7 @@ public final class RouterCluster {
 
   /** The booking facade of the model in this node's region. */
   public ModelClient client(String model) {
-    return new ModelClient(model, regions.self(), entities.local(model), slots.find(model), system.scheduler(),
+    return new ModelClient(model, regions.self(), () -> entities.local(model), slots.find(model), system.scheduler(),
         config, replicas, selfAddress, regions.self(), entities.relay());
   }
 
@@ -216,7 +217,9 @@ public final class RouterCluster {
     if (region.isEmpty() || region.equals(regions.self())) {
       return client(model);
     }
-    return new ModelClient(model, region, entities.in(model, region), null, system.scheduler(), config, replicas,
+    // made now: a region with no member is refused before the client exists
+    EntityRef<ModelAdmission.Command> entity = entities.in(model, region);
+    return new ModelClient(model, region, () -> entity, null, system.scheduler(), config, replicas,
         selfAddress, regions.self(), entities.relay());
   }
 

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.NoSerializationVerificationNeeded;
 import org.apache.pekko.cluster.Member;
@@ -175,12 +176,12 @@ public final class BookRelay {
   }
 
   /**
-   * Sends a Book of {@code model} to its actor in {@code region} through {@code entity} (the region's shard region,
-   * or its proxy in another data center); completes with the actor's reply, or a {@link TimeoutException} after
+   * Sends a Book of {@code model} to its actor in {@code region} through {@code entity} (makes the region's shard
+   * region reference, or its proxy's in another data center); completes with the actor's reply, or a {@link TimeoutException} after
    * {@code timeout}.
    */
-  CompletionStage<ModelAdmission.BookReply> book(String model, String region, EntityRef<ModelAdmission.Command> entity,
-      SelectionRequest request, long nonce, Duration timeout) {
+  CompletionStage<ModelAdmission.BookReply> book(String model, String region,
+      Supplier<EntityRef<ModelAdmission.Command>> entity, SelectionRequest request, long nonce, Duration timeout) {
     // a model has an actor per region: one channel each
     ModelAdmission.RelayedBook book = new ModelAdmission.RelayedBook(request, nonce, timeout.toMillis());
     Pending<ModelAdmission.BookReply> call = new Pending<>(channel(model, region, entity), nonce, book, null,
@@ -196,8 +197,8 @@ public final class BookRelay {
    * {@link #book} sends a Book; completes with its result, or a {@link TimeoutException} after {@code timeout} (the
    * mutation may have been applied: the caller's retry finds it done).
    */
-  CompletionStage<MutationResult> mutate(String model, String region, EntityRef<ModelAdmission.Command> entity,
-      ModelAdmission.MutationKind kind, String requestId, long attempt, Duration timeout) {
+  CompletionStage<MutationResult> mutate(String model, String region,
+      Supplier<EntityRef<ModelAdmission.Command>> entity, ModelAdmission.MutationKind kind, String requestId, long attempt, Duration timeout) {
     Channel channel = channel(model, region, entity);
     while (true) {
       long nonce = java.util.concurrent.ThreadLocalRandom.current().nextLong();
@@ -209,9 +210,9 @@ public final class BookRelay {
     }
   }
 
-  /** A model has an actor per region: one channel each. */
-  private Channel channel(String model, String region, EntityRef<ModelAdmission.Command> entity) {
-    return channels.computeIfAbsent(new ChannelKey(region, model), key -> new Channel(entity));
+  /** A model has an actor per region: one channel each; {@code entity} is made only for a new channel. */
+  private Channel channel(String model, String region, Supplier<EntityRef<ModelAdmission.Command>> entity) {
+    return channels.computeIfAbsent(new ChannelKey(region, model), key -> new Channel(entity.get()));
   }
 
   private <T> CompletionStage<T> started(Pending<T> call, Duration timeout) {

@@ -27,6 +27,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -55,7 +56,13 @@ public final class ModelClient {
   /** The region of the admission actor this client reaches. */
   private final String region;
   private final boolean thisRegion;
-  private final EntityRef<ModelAdmission.Command> entity;
+  /** Makes {@link #entity}: a shard region's reference costs an allocation and the id's URL encoding. */
+  private final Supplier<EntityRef<ModelAdmission.Command>> entityRef;
+  /**
+   * The actor through the shard region (or proxy), made on first use: calls to an actor on this node, and relayed
+   * calls once the relay has the model's channel, need none. Racing first uses may each make one; either serves.
+   */
+  private volatile EntityRef<ModelAdmission.Command> entity;
   /** The node's slot of the model when this client is of its region and the node knows the model, else null. */
   private final ModelSlot<ModelAdmission.Command> slot;
   private final Scheduler scheduler;
@@ -70,13 +77,13 @@ public final class ModelClient {
    */
   private final BookRelay relay;
 
-  public ModelClient(String model, String region, EntityRef<ModelAdmission.Command> entity,
+  public ModelClient(String model, String region, Supplier<EntityRef<ModelAdmission.Command>> entityRef,
       ModelSlot<ModelAdmission.Command> slot, Scheduler scheduler, AdmissionConfig config, ReplicaClient replicas,
       String selfAddress, String selfRegion, BookRelay relay) {
     this.model = model;
     this.region = region;
     this.thisRegion = region.equals(selfRegion);
-    this.entity = entity;
+    this.entityRef = entityRef;
     this.slot = thisRegion && slot != null && slot.isKnown() ? slot : null;
     this.scheduler = scheduler;
     this.config = config;
@@ -145,7 +152,7 @@ public final class ModelClient {
    */
   private CompletionStage<ModelAdmission.BookReply> sendBook(SelectionRequest request, long nonce, Duration timeout) {
     if (relay != null && (slot == null || slot.localAdmission() == null)) {
-      return relay.book(model, region, entity, request, nonce, timeout);
+      return relay.book(model, region, this::entity, request, nonce, timeout);
     }
     return send(replyTo -> new ModelAdmission.Book(request, nonce, timeout.toMillis(), replyTo), timeout);
   }
@@ -177,7 +184,7 @@ public final class ModelClient {
     }
     if (relay != null && (slot == null || slot.localAdmission() == null)) {
       CompletableFuture<MutationResult> result = new CompletableFuture<>();
-      relay.mutate(model, region, entity, kind, requestId, attempt, config.askTimeout(remaining))
+      relay.mutate(model, region, this::entity, kind, requestId, attempt, config.askTimeout(remaining))
           .whenCompleteAsync(complete(result, remaining, this::applied), SAME_THREAD);
       return result;
     }
@@ -221,7 +228,7 @@ public final class ModelClient {
    */
   public CompletionStage<Registered> register(WorkerConfig worker, Duration remaining) {
     CompletableFuture<ModelAdmission.RegisterReply> reply = new CompletableFuture<>();
-    entity.<ModelAdmission.RegisterReply>ask(replyTo -> new ModelAdmission.Register(worker, replyTo),
+    entity().<ModelAdmission.RegisterReply>ask(replyTo -> new ModelAdmission.Register(worker, replyTo),
         config.askTimeout(remaining)).whenCompleteAsync(complete(reply, remaining, Function.identity()), SAME_THREAD);
     return adoptingView(reply, r -> r instanceof ModelAdmission.WorkerRegistered registered ? registered.view() : null,
         r -> accepted(r, ModelAdmission.WorkerRegistered.class).registered());
@@ -375,11 +382,20 @@ public final class ModelClient {
     };
   }
 
+  private EntityRef<ModelAdmission.Command> entity() {
+    EntityRef<ModelAdmission.Command> made = entity;
+    if (made == null) {
+      made = entityRef.get();
+      entity = made;
+    }
+    return made;
+  }
+
   /** Asks the actor directly while it runs on this node, else through the shard region or proxy. */
   private <R> CompletionStage<R> send(
       org.apache.pekko.japi.function.Function<ActorRef<R>, ModelAdmission.Command> message, Duration timeout) {
     ActorRef<ModelAdmission.Command> here = slot == null ? null : slot.localAdmission();
-    return here != null ? AskPattern.ask(here, message, timeout, scheduler) : entity.ask(message, timeout);
+    return here != null ? AskPattern.ask(here, message, timeout, scheduler) : entity().ask(message, timeout);
   }
 
   private void tell(ModelAdmission.Command command) {
@@ -387,7 +403,7 @@ public final class ModelClient {
     if (here != null) {
       here.tell(command);
     } else {
-      entity.tell(command);
+      entity().tell(command);
     }
   }
 
