@@ -51,6 +51,11 @@ final class OwnerBench {
   private static final int BLOCKS = 64;
   private static final long DEADLINE_MS = 10_000;
   private static final long TICKS_PER_SECOND = ProcStat.clockTicksPerSecond();
+  /** The longest slice of one path's measurement; a round alternates the paths' slices. */
+  private static final Duration SLICE = Duration.ofSeconds(1);
+  private static final String SIDE_BY_SIDE = "side by side: each round alternates the paths in slices of at most "
+      + SLICE.toMillis() + " ms (the order turns with each slice and round), so the host's drift and the JIT weigh on "
+      + "every path alike; a path's figures sum its slices, the heap collected before each round.";
   private static final String CPU_NOTE = " CPU is this process's CPU time (nodes and client together) per pair; in "
       + "parentheses the part of it the JIT compiler threads spent (from /proc).";
 
@@ -67,9 +72,12 @@ final class OwnerBench {
    */
   private record Rate(double pairsPerSecond, double cpuMicrosPerPair, double jitMicrosPerPair) {}
 
-  /** Untimed closed loops through each path before its first measurement (JIT). */
+  /**
+   * Untimed closed loops through each path before its first measurement: three nodes' code paths take about this long
+   * to compile on 2 CPUs (the relay's longest).
+   */
   private static Duration warmUp(boolean quick) {
-    return quick ? Duration.ofMillis(300) : Duration.ofSeconds(10);
+    return quick ? Duration.ofMillis(300) : Duration.ofSeconds(20);
   }
 
   // ---- bench owner
@@ -116,24 +124,17 @@ final class OwnerBench {
           + "Artery as between hosts, replication on with wait-for-majority), sharing this host's CPUs with the "
           + "client; one model with 4 idle workers (kv policy) whose admission actor runs on node " + (owner + 1)
           + ", 64-block requests. Each caller runs a closed loop of Book then Release over gRPC (grpc-java, one "
-          + "HTTP/2 connection per node), " + duration.toMillis() + " ms per measurement after " + warmUp.toMillis()
-          + " ms of warm-up per path, " + rounds + " rounds, the paths interleaved in an order that turns each "
-          + "round, the heap collected before each measurement." + CPU_NOTE);
+          + "HTTP/2 connection per node), " + duration.toMillis() + " ms per path and round after " + warmUp.toMillis()
+          + " ms of warm-up per path, " + rounds + " rounds; " + SIDE_BY_SIDE + CPU_NOTE);
       Report.Table table = new Report.Table("path", "callers", "round", "Book+Release pairs/s", "CPU µs/pair",
           "pairs/s relative to the owner alone", "CPU/pair relative to the owner alone");
       for (int callers : new int[] {16, 64}) {
         for (Lane lane : List.of(ownerAlone, relayed, ownerDirect)) {
-          drive(lane, callers, warmUp, "warm");
+          window(lane, callers, warmUp);
         }
         for (int round = 1; round <= rounds; round++) {
-          // the order turns each round: the host's noise and the JIT favour no path
-          Rate[] rates = new Rate[3];
-          Lane[] lanes = {ownerAlone, relayed, ownerDirect};
-          String[] names = {"owner", "relay", "owner-direct"};
-          for (int k = 0; k < 3; k++) {
-            int path = (k + round - 1) % 3;
-            rates[path] = drive(lanes[path], callers, duration, names[path]);
-          }
+          Rate[] rates = sideBySide(new Lane[] {ownerAlone, relayed, ownerDirect},
+              new String[] {"owner", "relay", "owner-direct"}, callers, duration, round);
           Rate alone = rates[0];
           table.row("owner alone: every call to the owner node", callers, round, Report.rate(alone.pairsPerSecond()),
               cpu(alone), "1.00×", "1.00×");
@@ -157,16 +158,11 @@ final class OwnerBench {
           "Book+Release pairs/s", "CPU µs/pair", "pairs/s relative to the local actor",
           "CPU/pair relative to the local actor");
       for (Lane lane : List.of(frontLocal, frontRelay, frontGrpc)) {
-        drive(lane, 16, warmUp, "warm");
+        window(lane, 16, warmUp);
       }
       for (int round = 1; round <= rounds; round++) {
-        Rate[] rates = new Rate[3];
-        Lane[] lanes = {frontLocal, frontRelay, frontGrpc};
-        String[] names = {"front-local", "front-relay", "front-grpc"};
-        for (int k = 0; k < 3; k++) {
-          int path = (k + round - 1) % 3;
-          rates[path] = drive(lanes[path], 16, duration, names[path]);
-        }
+        Rate[] rates = sideBySide(new Lane[] {frontLocal, frontRelay, frontGrpc},
+            new String[] {"front-local", "front-relay", "front-grpc"}, 16, duration, round);
         front.row("ModelClient on the owner node (local actor; a front on the owner)", 16, round,
             Report.rate(rates[0].pairsPerSecond()), cpu(rates[0]), "1.00×", "1.00×");
         front.row("ModelClient on a non-owner node (the node's relay, what the front does)", 16, round,
@@ -260,16 +256,12 @@ final class OwnerBench {
       Lane[] lanes = {local, proxied, ownerDirect, localInProcess, proxiedInProcess};
       String[] names = {"local", "proxy", "owner-direct", "local-in-process", "proxy-in-process"};
       for (Lane lane : lanes) {
-        drive(lane, callers, warmUp, "warm");
+        window(lane, callers, warmUp);
       }
       Report.Table table = new Report.Table("path", "round", "Book+Release pairs/s", "CPU µs/pair",
           "pairs/s relative to local", "CPU/pair relative to local");
       for (int round = 1; round <= rounds; round++) {
-        Rate[] r = new Rate[lanes.length];
-        for (int k = 0; k < lanes.length; k++) {
-          int path = (k + round - 1) % lanes.length;
-          r[path] = drive(lanes[path], callers, duration, names[path]);
-        }
+        Rate[] r = sideBySide(lanes, names, callers, duration, round);
         table.row("gRPC: regional Book + Release on eu's node (local)", round, Report.rate(r[0].pairsPerSecond()),
             cpu(r[0]), "1.00×", "1.00×");
         table.row("gRPC: global Book from us's node through the eu proxy, Release through us (relay)", round,
@@ -286,9 +278,8 @@ final class OwnerBench {
       }
       report.paragraph("Two regions `us` and `eu` of one node each in this JVM, the model's 4 workers in eu only "
           + "(kv policy), 64-block requests; " + callers + " callers, each a closed loop of Book then Release, "
-          + duration.toMillis() + " ms per measurement after " + warmUp.toMillis() + " ms of warm-up per path, "
-          + rounds + " rounds, the paths interleaved in an order that turns each round, the heap collected before "
-          + "each measurement. Target "
+          + duration.toMillis() + " ms per path and round after " + warmUp.toMillis() + " ms of warm-up per path, "
+          + rounds + " rounds; " + SIDE_BY_SIDE + " Target "
           + "(issue 25): global Book + Release ≥ 0.25× local. `owner-direct`: a client of us's node asks a global "
           + "Select once, which names eu's owner node (Selection.owner_endpoint, from eu's pool summaries), and "
           + "sends its global Books and their Releases there: eu's node then books in its own region without a "
@@ -389,17 +380,54 @@ final class OwnerBench {
     return String.format(Locale.ROOT, "%.0f (JIT %.0f)", rate.cpuMicrosPerPair(), rate.jitMicrosPerPair());
   }
 
-  /** Runs {@code callers} closed loops of pairs for {@code duration}; pairs per second and CPU per pair. */
-  private static Rate drive(Lane lane, int callers, Duration duration, String what) {
-    var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-    if (!what.equals("warm")) {
-      // the previous path's garbage is collected before this one is timed, not during it
-      System.gc();
+  /**
+   * One round of {@code lanes} side by side: {@code perPath} of each, in slices of at most {@link #SLICE} that
+   * alternate the paths; returns each path's rate over its slices.
+   */
+  private static Rate[] sideBySide(Lane[] lanes, String[] names, int callers, Duration perPath, int round) {
+    int slices = (int) Math.max(1, perPath.toNanos() / SLICE.toNanos());
+    Duration slice = perPath.dividedBy(slices);
+    Window[] sums = new Window[lanes.length];
+    for (int i = 0; i < lanes.length; i++) {
+      sums[i] = new Window(0, 0, 0, 0);
     }
+    // the previous round's garbage is collected before this one is timed, not during it
+    System.gc();
+    for (int s = 0; s < slices; s++) {
+      for (int k = 0; k < lanes.length; k++) {
+        int path = (k + round - 1 + s) % lanes.length;
+        sums[path] = sums[path].plus(window(lanes[path], callers, slice));
+      }
+    }
+    Rate[] rates = new Rate[lanes.length];
+    for (int path = 0; path < lanes.length; path++) {
+      rates[path] = sums[path].rate();
+      Progress.line("owner", "%s, %d callers: %s pairs/s, %.0f µs CPU/pair (JIT %.0f)", names[path], callers,
+          Report.rate(rates[path].pairsPerSecond()), rates[path].cpuMicrosPerPair(), rates[path].jitMicrosPerPair());
+    }
+    return rates;
+  }
+
+  /** What one window of closed loops completed, in how long, at what CPU (the process's and the JIT's). */
+  private record Window(double pairs, double seconds, double cpuMicros, double jitMicros) {
+    Window plus(Window other) {
+      return new Window(pairs + other.pairs, seconds + other.seconds, cpuMicros + other.cpuMicros,
+          jitMicros + other.jitMicros);
+    }
+
+    Rate rate() {
+      return new Rate(pairs / seconds, pairs == 0 ? Double.NaN : cpuMicros / pairs,
+          pairs == 0 ? Double.NaN : jitMicros / pairs);
+    }
+  }
+
+  /** Runs {@code callers} closed loops of pairs for {@code duration}. */
+  private static Window window(Lane lane, int callers, Duration duration) {
+    var os = (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
     AtomicLong done = new AtomicLong();
     AtomicLong ids = new AtomicLong();
     long end = System.nanoTime() + duration.toNanos();
-    String prefix = what + "-" + System.nanoTime() + "-";
+    String prefix = "pair-" + System.nanoTime() + "-";
     List<CompletableFuture<Void>> loops = new ArrayList<>();
     long pid = ProcessHandle.current().pid();
     long jitStart = ProcStat.compilerTicks(pid);
@@ -414,14 +442,7 @@ final class OwnerBench {
     double seconds = (System.nanoTime() - start) / 1e9;
     double cpuMicros = (os.getProcessCpuTime() - cpuStart) / 1e3;
     double jitMicros = (ProcStat.compilerTicks(pid) - jitStart) * 1e6 / TICKS_PER_SECOND;
-    double pairs = done.get();
-    Rate rate = new Rate(pairs / seconds, pairs == 0 ? Double.NaN : cpuMicros / pairs,
-        pairs == 0 ? Double.NaN : jitMicros / pairs);
-    if (!what.equals("warm")) {
-      Progress.line("owner", "%s, %d callers: %s pairs/s, %.0f µs CPU/pair (JIT %.0f)", what, callers,
-          Report.rate(rate.pairsPerSecond()), rate.cpuMicrosPerPair(), rate.jitMicrosPerPair());
-    }
-    return rate;
+    return new Window(done.get(), seconds, cpuMicros, jitMicros);
   }
 
   private static void next(Lane lane, String prefix, AtomicLong ids, AtomicLong done, long end,
