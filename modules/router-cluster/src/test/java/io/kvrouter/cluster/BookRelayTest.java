@@ -227,17 +227,22 @@ class BookRelayTest {
     ModelClient client = relayedModel("threads");
     Set<String> threads = ConcurrentHashMap.newKeySet();
     String caller = Thread.currentThread().getName();
-    List<CompletableFuture<BookingAnswer>> calls = new ArrayList<>();
-    for (int i = 0; i < 50; i++) {
-      CompletableFuture<BookingAnswer> call = client.book(Requests.of(client.model(), "t-" + i, 64), null);
-      call.whenComplete((a, f) -> threads.add(Thread.currentThread().getName()));
-      calls.add(call);
+    // a call answered before its callback is registered runs that callback here, on the caller: send rounds of 50
+    // until some callback ran where an answer arrived (at most 5 rounds)
+    Set<String> completing = Set.of();
+    for (int round = 0; round < 5 && completing.isEmpty(); round++) {
+      List<CompletableFuture<BookingAnswer>> calls = new ArrayList<>();
+      for (int i = 0; i < 50; i++) {
+        CompletableFuture<BookingAnswer> call = client.book(Requests.of(client.model(), "t-" + round + "-" + i, 64),
+            null);
+        call.whenComplete((a, f) -> threads.add(Thread.currentThread().getName()));
+        calls.add(call);
+      }
+      releaseAll(client, calls.stream().map(TestCluster::join).toList());
+      completing = threads.stream().filter(t -> !t.equals(caller)).collect(Collectors.toSet());
     }
-    List<BookingAnswer> answers = calls.stream().map(TestCluster::join).toList();
-    Set<String> completing = threads.stream().filter(t -> !t.equals(caller)).collect(Collectors.toSet());
     assertThat(completing).as("threads that completed a relayed Book").isNotEmpty()
         .allSatisfy(t -> assertThat(t).doesNotContain("commonPool").contains("kvrouter.admission.dispatcher"));
-    releaseAll(client, answers);
 
     // on the owner the ask goes to the actor here: its answer completes the call where the actor sent it
     ModelClient owner = region.node(2).client(client.model());
