@@ -177,8 +177,8 @@ public final class BookRelay {
 
   /**
    * Sends a Book of {@code model} to its actor in {@code region} through {@code entity} (makes the region's shard
-   * region reference, or its proxy's in another data center); completes with the actor's reply, or a {@link TimeoutException} after
-   * {@code timeout}.
+   * region reference, or its proxy's in another data center); completes with the actor's reply, or a
+   * {@link TimeoutException} after {@code timeout}.
    */
   CompletionStage<ModelAdmission.BookReply> book(String model, String region,
       Supplier<EntityRef<ModelAdmission.Command>> entity, SelectionRequest request, long nonce, Duration timeout) {
@@ -198,7 +198,8 @@ public final class BookRelay {
    * mutation may have been applied: the caller's retry finds it done).
    */
   CompletionStage<MutationResult> mutate(String model, String region,
-      Supplier<EntityRef<ModelAdmission.Command>> entity, ModelAdmission.MutationKind kind, String requestId, long attempt, Duration timeout) {
+      Supplier<EntityRef<ModelAdmission.Command>> entity, ModelAdmission.MutationKind kind, String requestId,
+      long attempt, Duration timeout) {
     Channel channel = channel(model, region, entity);
     while (true) {
       long nonce = java.util.concurrent.ThreadLocalRandom.current().nextLong();
