@@ -38,12 +38,22 @@ class ReplicationConvergenceTest {
   private static final int STEPS = 250;
   private static final String[] POLICIES = {"kv", "round_robin", "random", "least_in_flight", "power_of_two"};
 
+  /** The model's owner on {@code clock}: default settings, no KV overlap source, views published nowhere. */
+  private static AdmissionState owner(ManualClock clock) {
+    return new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE, view -> {}, 0);
+  }
+
+  /** A replica of the model (10 s heartbeat timeout, no KV overlap source, views published nowhere). */
+  private static ModelReplica replica() {
+    return new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+  }
+
   /** A random owner with a fixed set of hash chains its Books use (and the comparison probes). */
   private static final class Run {
     final Random random;
     final ManualClock clock = new ManualClock(1_700_000_000_000L);
     final AdmissionState owner;
-    final ModelReplica replica = new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+    final ModelReplica replica = replica();
     final List<long[]> chains = new ArrayList<>();
     final List<WorkerConfig> workers = new ArrayList<>();
     int applied;
@@ -280,9 +290,8 @@ class ReplicationConvergenceTest {
   @Test
   void aBurstDrainedUnderABudgetIsCutIntoConsecutiveDeltasThatYieldTheOwnersState() {
     ManualClock clock = new ManualClock(1_700_000_000_000L);
-    AdmissionState owner = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
-        view -> {}, 0);
-    ModelReplica replica = new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+    AdmissionState owner = owner(clock);
+    ModelReplica replica = replica();
     List<long[]> chains = new ArrayList<>();
     for (int c = 0; c < 4; c++) {
       long[] chain = new long[64];
@@ -335,9 +344,8 @@ class ReplicationConvergenceTest {
   @Test
   void anOwnerWithNoPeerSendsNothingAndAPeerListedLaterConvergesFromASnapshot() {
     ManualClock clock = new ManualClock(1_700_000_000_000L);
-    AdmissionState owner = new AdmissionState(MODEL, AdmissionSettings.DEFAULTS, clock, KvOverlapSource.NONE,
-        view -> {}, 0);
-    ModelReplica replica = new ModelReplica(MODEL, 10_000, KvOverlapSource.NONE, view -> {});
+    AdmissionState owner = owner(clock);
+    ModelReplica replica = replica();
     ReplicationSender<String> sender = new ReplicationSender<>(300, 128 * 1024);
     List<Object> sent = new ArrayList<>();
     List<ModelReplica.Outcome> outcomes = new ArrayList<>();
