@@ -15,6 +15,7 @@ import io.kvrouter.engines.events.RankTranslator;
 import io.kvrouter.engines.events.RecordBatcher;
 import io.kvrouter.engines.events.TranslationCounters;
 import io.kvrouter.engines.metrics.EngineMetrics;
+import io.kvrouter.engines.metrics.Scraper;
 import io.kvrouter.engines.zmq.RankSockets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -264,6 +265,38 @@ public final class EngineConnector implements AutoCloseable {
     scrapeErrors++;
     lastScrapeMillis = clock.getAsLong();
     lastScrapeError = error;
+  }
+
+  /** What a {@link Scraper} scrapes for this connector: its engine's metrics page, answered to this connector. */
+  public Scraper.Target scrapeTarget() {
+    return new ScrapeTarget(this);
+  }
+
+  private record ScrapeTarget(EngineConnector connector) implements Scraper.Target {
+    @Override
+    public String metricsUrl() {
+      return connector.spec.metricsUrl();
+    }
+
+    @Override
+    public EngineKind kind() {
+      return connector.spec.kind();
+    }
+
+    @Override
+    public Integer pageSize() {
+      return connector.spec.blockSize();
+    }
+
+    @Override
+    public void scraped(EngineMetrics metrics) {
+      connector.scraped(metrics);
+    }
+
+    @Override
+    public void scrapeFailed(String error) {
+      connector.scrapeFailed(error);
+    }
   }
 
   // ---------------------------------------------------------------- the connector thread

@@ -170,7 +170,7 @@ public final class EngineEntity {
     connector.publishStatus(placement.settings().statusInterval(),
         status -> placement.publish(new StatusUpdate.Published(status)));
     connector.start();
-    scrapes = placement.scraper().start(new ScrapeTarget(connector));
+    scrapes = placement.scraper().start(connector.scrapeTarget());
     placement.connectorStarted(key, connector);
     context.getLog().info("engine {}: connector started ({} checkpointed rank(s))", key, checkpoints.size());
   }
@@ -200,33 +200,4 @@ public final class EngineEntity {
     context.getLog().info("engine {}: no node lists it any more: retired (worker deregistered)", key);
     shard.tell(new ClusterSharding.Passivate<>(context.getSelf()));
   }
-
-  /** The connector's scrape target. */
-  private record ScrapeTarget(EngineConnector connector) implements Scraper.Target {
-    @Override
-    public String metricsUrl() {
-      return connector.spec().metricsUrl();
-    }
-
-    @Override
-    public io.kvrouter.engines.config.EngineKind kind() {
-      return connector.spec().kind();
-    }
-
-    @Override
-    public Integer pageSize() {
-      return connector.spec().blockSize();
-    }
-
-    @Override
-    public void scraped(io.kvrouter.engines.metrics.EngineMetrics metrics) {
-      connector.scraped(metrics);
-    }
-
-    @Override
-    public void scrapeFailed(String error) {
-      connector.scrapeFailed(error);
-    }
-  }
-
 }

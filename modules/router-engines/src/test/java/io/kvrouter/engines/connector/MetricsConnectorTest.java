@@ -34,7 +34,7 @@ class MetricsConnectorTest {
       EngineConnector connector = new EngineConnector(spec, "n", "n", "test", sink, Harness.SETTINGS, Map.of(),
           System::currentTimeMillis, EngineConnector.BatchListener.NONE);
       connector.start();
-      Scraper.Handle scrapes = scraper.start(new ScrapeTarget(connector));
+      Scraper.Handle scrapes = scraper.start(connector.scrapeTarget());
       try {
         await().atMost(Harness.WAIT).until(() -> sink.worker("vllm-m") != null);
         assertThat(sink.worker("vllm-m").blockSize()).isEqualTo(16);
@@ -76,33 +76,5 @@ class MetricsConnectorTest {
   private static List<RankReport> lastReport(IndexSink sink) {
     var reports = sink.calls("report");
     return reports.isEmpty() ? List.of() : reports.get(reports.size() - 1).reports();
-  }
-
-  /** The entity's scrape target, as the placement wires it. */
-  record ScrapeTarget(EngineConnector connector) implements Scraper.Target {
-    @Override
-    public String metricsUrl() {
-      return connector.spec().metricsUrl();
-    }
-
-    @Override
-    public EngineKind kind() {
-      return connector.spec().kind();
-    }
-
-    @Override
-    public Integer pageSize() {
-      return connector.spec().blockSize();
-    }
-
-    @Override
-    public void scraped(io.kvrouter.engines.metrics.EngineMetrics metrics) {
-      connector.scraped(metrics);
-    }
-
-    @Override
-    public void scrapeFailed(String error) {
-      connector.scrapeFailed(error);
-    }
   }
 }

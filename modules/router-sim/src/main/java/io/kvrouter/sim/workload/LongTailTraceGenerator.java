@@ -1,10 +1,8 @@
 package io.kvrouter.sim.workload;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
-import java.util.SplittableRandom;
 
 /**
  * Generates a Mooncake-format trace whose shared prefixes are spread thinner than the sample's
@@ -28,26 +26,14 @@ public final class LongTailTraceGenerator {
   static final double CALM_SECONDS = 20.0;
   static final double BURST_SECONDS = 4.0;
 
-  private final SplittableRandom random;
-  private long nextId;
+  private final TraceDraws draws;
   private final long[][] documents;
   private final double[] popularity;
 
   public LongTailTraceGenerator(long seed) {
-    this.random = new SplittableRandom(seed);
-    this.documents = new long[DOCUMENTS][];
-    for (int d = 0; d < documents.length; d++) {
-      documents[d] = freshIds(4 + random.nextInt(37));
-    }
-    this.popularity = new double[documents.length];
-    double total = 0;
-    for (int d = 0; d < popularity.length; d++) {
-      total += 1 / Math.pow(d + 1, ZIPF);
-      popularity[d] = total;
-    }
-    for (int d = 0; d < popularity.length; d++) {
-      popularity[d] /= total;
-    }
+    this.draws = new TraceDraws(seed);
+    this.documents = draws.documents(DOCUMENTS, 4, 40);
+    this.popularity = TraceDraws.zipf(DOCUMENTS, ZIPF);
   }
 
   /** {@code requests} entries, the calm state arriving at {@code baseRate} per second, sorted by timestamp. */
@@ -70,51 +56,21 @@ public final class LongTailTraceGenerator {
         continue;
       }
       t = next;
-      double kind = random.nextDouble();
+      double kind = draws.random.nextDouble();
       if (kind < 0.5) {
-        entries.add(entry(t, concat(documents[popularDocument()], freshIds(1 + random.nextInt(6)))));
+        long[] document = documents[draws.pick(popularity)];
+        entries.add(draws.entry(t, TraceDraws.concat(document, draws.freshIds(1 + draws.random.nextInt(6)))));
       } else if (kind < 0.75) {
-        entries.add(entry(t, freshIds(8 + random.nextInt(41))));
+        entries.add(draws.entry(t, draws.freshIds(8 + draws.random.nextInt(41))));
       } else {
-        long[] ids = new long[0];
-        double at = t;
-        int turns = 1 + random.nextInt(8);
-        for (int turn = 0; turn < turns && entries.size() < requests; turn++) {
-          ids = concat(ids, freshIds(1 + random.nextInt(4)));
-          entries.add(entry(at, ids));
-          at += 5 + random.nextDouble() * 55;
-        }
+        draws.session(entries, t, requests);
       }
     }
     entries.sort(Comparator.comparingLong(MooncakeTrace.Entry::timestampMillis));
     return entries;
   }
 
-  private MooncakeTrace.Entry entry(double seconds, long[] ids) {
-    int input = (ids.length - 1) * MooncakeTrace.BLOCK_TOKENS + 1 + random.nextInt(MooncakeTrace.BLOCK_TOKENS);
-    return new MooncakeTrace.Entry(Math.round(seconds * 1000), input, 32 + random.nextInt(569), ids);
-  }
-
-  private int popularDocument() {
-    int at = Arrays.binarySearch(popularity, random.nextDouble());
-    return Math.min(at >= 0 ? at + 1 : -at - 1, popularity.length - 1);
-  }
-
   private double exponential(double mean) {
-    return -mean * Math.log(1 - random.nextDouble());
-  }
-
-  private long[] freshIds(int count) {
-    long[] ids = new long[count];
-    for (int i = 0; i < count; i++) {
-      ids[i] = nextId++;
-    }
-    return ids;
-  }
-
-  private static long[] concat(long[] a, long[] b) {
-    long[] out = Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
-    return out;
+    return -mean * Math.log(1 - draws.random.nextDouble());
   }
 }

@@ -3,7 +3,6 @@ package io.kvrouter.sim.workload;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.SplittableRandom;
 
 /**
  * Generates a synthetic trace in the Mooncake format (the repository ships one, {@code traces/mooncake-sample.jsonl},
@@ -18,26 +17,14 @@ import java.util.SplittableRandom;
  * The last block of every prompt is partial (1–512 tokens); output lengths are 32–600 tokens.
  */
 public final class MooncakeSampleGenerator {
-  private final SplittableRandom random;
-  private long nextId;
+  private final TraceDraws draws;
   private final long[][] documents;
   private final double[] zipf;
 
   public MooncakeSampleGenerator(long seed) {
-    this.random = new SplittableRandom(seed);
-    this.documents = new long[40][];
-    for (int d = 0; d < documents.length; d++) {
-      documents[d] = freshIds(4 + random.nextInt(21));
-    }
-    this.zipf = new double[documents.length];
-    double total = 0;
-    for (int d = 0; d < zipf.length; d++) {
-      total += 1 / Math.pow(d + 1, 1.1);
-      zipf[d] = total;
-    }
-    for (int d = 0; d < zipf.length; d++) {
-      zipf[d] /= total;
-    }
+    this.draws = new TraceDraws(seed);
+    this.documents = draws.documents(40, 4, 24);
+    this.zipf = TraceDraws.zipf(documents.length, 1.1);
   }
 
   /** {@code requests} entries arriving at {@code perSecond} on average, sorted by timestamp. */
@@ -45,53 +32,18 @@ public final class MooncakeSampleGenerator {
     List<MooncakeTrace.Entry> entries = new ArrayList<>();
     double t = 0;
     while (entries.size() < requests) {
-      t += -Math.log(1 - random.nextDouble()) / perSecond;
-      double kind = random.nextDouble();
+      t += -Math.log(1 - draws.random.nextDouble()) / perSecond;
+      double kind = draws.random.nextDouble();
       if (kind < 0.3) {
-        long[] ids = new long[0];
-        double at = t;
-        int turns = 1 + random.nextInt(8);
-        for (int turn = 0; turn < turns && entries.size() < requests; turn++) {
-          ids = concat(ids, freshIds(1 + random.nextInt(4)));
-          entries.add(entry(at, ids));
-          at += 5 + random.nextDouble() * 55;
-        }
+        draws.session(entries, t, requests);
       } else if (kind < 0.7) {
-        entries.add(entry(t, concat(documents[popularDocument()], freshIds(1 + random.nextInt(4)))));
+        long[] document = documents[draws.pick(zipf)];
+        entries.add(draws.entry(t, TraceDraws.concat(document, draws.freshIds(1 + draws.random.nextInt(4)))));
       } else {
-        entries.add(entry(t, freshIds(1 + random.nextInt(16))));
+        entries.add(draws.entry(t, draws.freshIds(1 + draws.random.nextInt(16))));
       }
     }
     entries.sort(Comparator.comparingLong(MooncakeTrace.Entry::timestampMillis));
     return entries;
-  }
-
-  private MooncakeTrace.Entry entry(double seconds, long[] ids) {
-    int input = (ids.length - 1) * MooncakeTrace.BLOCK_TOKENS + 1 + random.nextInt(MooncakeTrace.BLOCK_TOKENS);
-    return new MooncakeTrace.Entry(Math.round(seconds * 1000), input, 32 + random.nextInt(569), ids);
-  }
-
-  private int popularDocument() {
-    double u = random.nextDouble();
-    for (int d = 0; d < zipf.length; d++) {
-      if (u < zipf[d]) {
-        return d;
-      }
-    }
-    return zipf.length - 1;
-  }
-
-  private long[] freshIds(int count) {
-    long[] ids = new long[count];
-    for (int i = 0; i < count; i++) {
-      ids[i] = nextId++;
-    }
-    return ids;
-  }
-
-  private static long[] concat(long[] a, long[] b) {
-    long[] out = java.util.Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
-    return out;
   }
 }
