@@ -1,45 +1,34 @@
 package io.kvrouter.cluster.replication;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.google.protobuf.ByteString;
 import com.google.protobuf.InvalidProtocolBufferException;
+import static io.kvrouter.cluster.serialization.ProtoRecords.load;
+import static io.kvrouter.cluster.serialization.ProtoRecords.map;
+import static io.kvrouter.cluster.serialization.ProtoRecords.rank;
+import static io.kvrouter.cluster.serialization.ProtoRecords.selection;
+
 import io.kvrouter.cluster.replication.proto.AckedMessage;
 import io.kvrouter.cluster.replication.proto.BookingMessage;
 import io.kvrouter.cluster.replication.proto.ChangeMessage;
 import io.kvrouter.cluster.replication.proto.ClosedMessage;
 import io.kvrouter.cluster.replication.proto.DeltaMessage;
 import io.kvrouter.cluster.replication.proto.QueuedMessage;
-import io.kvrouter.cluster.replication.proto.RankLoadMessage;
-import io.kvrouter.cluster.replication.proto.RankMessage;
 import io.kvrouter.cluster.replication.proto.RankRecordMessage;
 import io.kvrouter.cluster.replication.proto.ReportedLoadMessage;
-import io.kvrouter.cluster.replication.proto.SelectionMessage;
 import io.kvrouter.cluster.replication.proto.SessionMessage;
-import io.kvrouter.core.load.RankLoad;
+import io.kvrouter.cluster.serialization.ProtoSerializer;
 import io.kvrouter.core.load.ReportedLoad;
 import io.kvrouter.core.membership.RankRecord;
 import io.kvrouter.core.membership.ViewState;
-import io.kvrouter.core.model.Rank;
 import io.kvrouter.core.replication.BookingChange;
 import io.kvrouter.core.replication.ClosedBooking;
 import io.kvrouter.core.replication.LedgerSnapshot;
 import io.kvrouter.core.replication.QueuedBook;
 import io.kvrouter.core.replication.ReplicaDelta;
 import io.kvrouter.core.replication.SessionBinding;
-import io.kvrouter.core.selection.SelectionResult;
-import java.io.IOException;
 import java.io.NotSerializableException;
-import java.io.UncheckedIOException;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
 import java.util.TreeSet;
-import java.util.function.Function;
 import org.apache.pekko.actor.ExtendedActorSystem;
-import org.apache.pekko.actor.typed.ActorRefResolver;
-import org.apache.pekko.actor.typed.javadsl.Adapter;
-import org.apache.pekko.serialization.SerializerWithStringManifest;
-import org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider;
 
 /**
  * Serializes the two messages every replication flush sends, {@link ReplicaActor.Delta} and
@@ -48,18 +37,14 @@ import org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider;
  * results/cluster-relay.md). A delta's view, sent only when membership or policy changed, stays Jackson CBOR inside
  * it. Snapshot chunks and recovery messages are rare and stay Jackson CBOR.
  */
-public final class ReplicationSerializer extends SerializerWithStringManifest {
+public final class ReplicationSerializer extends ProtoSerializer {
   /** Pekko reserves identifiers 0–40. */
   static final int IDENTIFIER = 7301;
   private static final String DELTA = "D";
   private static final String ACKED = "A";
 
-  private final ExtendedActorSystem system;
-  private volatile ActorRefResolver resolver;
-  private volatile ObjectMapper viewMapper;
-
   public ReplicationSerializer(ExtendedActorSystem system) {
-    this.system = system;
+    super(system);
   }
 
   @Override
@@ -102,29 +87,8 @@ public final class ReplicationSerializer extends SerializerWithStringManifest {
         default -> throw new NotSerializableException("unknown replication manifest '" + manifest + "'");
       };
     } catch (InvalidProtocolBufferException e) {
-      NotSerializableException failure = new NotSerializableException("malformed " + manifest + ": " + e.getMessage());
-      failure.initCause(e);
-      throw failure;
+      throw malformed(manifest, e);
     }
-  }
-
-  private ActorRefResolver resolver() {
-    ActorRefResolver r = resolver;
-    if (r == null) {
-      r = ActorRefResolver.get(Adapter.toTyped(system));
-      resolver = r;
-    }
-    return r;
-  }
-
-  /** The mapper Pekko's jackson-cbor binding uses (kvrouter's records as arrays). */
-  private ObjectMapper viewMapper() {
-    ObjectMapper m = viewMapper;
-    if (m == null) {
-      m = JacksonObjectMapperProvider.get(system).getOrCreate("jackson-cbor", Optional.empty());
-      viewMapper = m;
-    }
-    return m;
   }
 
   // ---- Delta
@@ -136,11 +100,7 @@ public final class ReplicationSerializer extends SerializerWithStringManifest {
         .setModel(d.model()).setEpoch(d.epoch()).setSeq(d.seq()).setSentAtMillis(d.sentAtMillis())
         .setHighestAttempt(d.highestAttempt());
     if (d.view() != null) {
-      try {
-        b.setViewCbor(ByteString.copyFrom(viewMapper().writeValueAsBytes(d.view())));
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      b.setViewCbor(toCbor(d.view()));
     }
     d.loads().forEach(load -> b.addLoads(rankRecord(load)));
     d.closed().forEach(c -> b.addClosed(ClosedMessage.newBuilder().setRequestId(c.requestId())
@@ -160,16 +120,7 @@ public final class ReplicationSerializer extends SerializerWithStringManifest {
   }
 
   private ReplicaActor.Delta delta(DeltaMessage m) throws NotSerializableException {
-    ViewState view = null;
-    if (m.hasViewCbor()) {
-      try {
-        view = viewMapper().readValue(m.getViewCbor().toByteArray(), ViewState.class);
-      } catch (IOException e) {
-        NotSerializableException failure = new NotSerializableException("malformed view: " + e.getMessage());
-        failure.initCause(e);
-        throw failure;
-      }
-    }
+    ViewState view = m.hasViewCbor() ? fromCbor(m.getViewCbor(), ViewState.class, "view") : null;
     ReplicaDelta delta = new ReplicaDelta(m.getModel(), m.getEpoch(), m.getSeq(), m.getSentAtMillis(), view,
         map(m.getLoadsList(), ReplicationSerializer::rankRecord),
         map(m.getClosedList(), c -> new ClosedBooking(c.getRequestId(), c.getAttempt())),
@@ -186,34 +137,7 @@ public final class ReplicationSerializer extends SerializerWithStringManifest {
     return new ReplicaActor.Delta(delta, resolver().resolveActorRef(m.getOwner()));
   }
 
-  private static <P, T> List<T> map(List<P> messages, Function<P, T> read) {
-    List<T> values = new ArrayList<>(messages.size());
-    for (P message : messages) {
-      values.add(read.apply(message));
-    }
-    return values;
-  }
-
   // ---- the records a delta carries
-
-  private static RankMessage rank(Rank rank) {
-    return RankMessage.newBuilder().setWorkerId(rank.workerId()).setDpRank(rank.dpRank()).build();
-  }
-
-  private static Rank rank(RankMessage m) {
-    return new Rank(m.getWorkerId(), m.getDpRank());
-  }
-
-  private static RankLoadMessage load(RankLoad load) {
-    return RankLoadMessage.newBuilder().setSeq(load.seq()).setInFlight(load.inFlight())
-        .setPrefillTokens(load.prefillTokens()).setDecodeBlocks(load.decodeBlocks())
-        .setRecentBookings(load.recentBookings()).setRecentAtMillis(load.recentAtMillis()).build();
-  }
-
-  private static RankLoad load(RankLoadMessage m) {
-    return new RankLoad(m.getSeq(), m.getInFlight(), m.getPrefillTokens(), m.getDecodeBlocks(),
-        m.getRecentBookings(), m.getRecentAtMillis());
-  }
 
   private static RankRecordMessage rankRecord(RankRecord record) {
     RankRecordMessage.Builder b = RankRecordMessage.newBuilder().setWorkerId(record.workerId())
@@ -238,35 +162,6 @@ public final class ReplicationSerializer extends SerializerWithStringManifest {
           r.getReportedAtMillis(), new TreeSet<>(r.getLoraAdaptersList()));
     }
     return new RankRecord(m.getWorkerId(), m.getDpRank(), m.hasBooked() ? load(m.getBooked()) : null, reported);
-  }
-
-  private static SelectionMessage selection(SelectionResult s) {
-    SelectionMessage.Builder b = SelectionMessage.newBuilder().setRank(rank(s.rank()))
-        .setOverlapBlocks(s.overlapBlocks()).setCachedTokens(s.cachedTokens()).setCost(s.cost())
-        .setViewVersion(s.viewVersion());
-    if (s.endpoint() != null) {
-      b.setEndpoint(s.endpoint());
-    }
-    if (s.region() != null) {
-      b.setRegion(s.region());
-    }
-    if (s.policy() != null) {
-      b.setPolicy(s.policy());
-    }
-    if (s.load() != null) {
-      b.setLoad(load(s.load()));
-    }
-    if (s.decode() != null) {
-      b.setDecode(selection(s.decode()));
-    }
-    return b.build();
-  }
-
-  private static SelectionResult selection(SelectionMessage m) {
-    return new SelectionResult(rank(m.getRank()), m.hasEndpoint() ? m.getEndpoint() : null,
-        m.hasRegion() ? m.getRegion() : null, m.getOverlapBlocks(), m.getCachedTokens(), m.getCost(),
-        m.hasLoad() ? load(m.getLoad()) : null, m.getViewVersion(), m.hasPolicy() ? m.getPolicy() : null,
-        m.hasDecode() ? selection(m.getDecode()) : null);
   }
 
   private static BookingMessage booking(LedgerSnapshot.Entry e) {

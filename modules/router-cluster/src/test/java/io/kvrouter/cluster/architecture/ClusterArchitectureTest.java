@@ -52,11 +52,18 @@ class ClusterArchitectureTest {
         .check(CLUSTER);
   }
 
-  /** Protobuf is the replication wire's format between nodes: only that serializer and its messages know it. */
+  /**
+   * Protobuf is the format of the two hot wires between nodes, replication and relayed calls: only their serializers,
+   * what those share, and the generated messages know it.
+   */
   @Test
-  void onlyTheReplicationWireKnowsProtobuf() {
-    noClasses().that().resideOutsideOfPackage("io.kvrouter.cluster.replication.proto..")
+  void onlyTheProtobufWiresKnowProtobuf() {
+    noClasses().that().resideOutsideOfPackages("io.kvrouter.cluster.replication.proto..",
+            "io.kvrouter.cluster.admission.proto..", "io.kvrouter.cluster.serialization.proto..")
         .and().doNotHaveFullyQualifiedName("io.kvrouter.cluster.replication.ReplicationSerializer")
+        .and().doNotHaveFullyQualifiedName("io.kvrouter.cluster.admission.RelaySerializer")
+        .and().doNotHaveFullyQualifiedName("io.kvrouter.cluster.serialization.ProtoSerializer")
+        .and().doNotHaveFullyQualifiedName("io.kvrouter.cluster.serialization.ProtoRecords")
         .should().dependOnClassesThat().resideInAPackage("com.google.protobuf..")
         .check(CLUSTER);
   }
