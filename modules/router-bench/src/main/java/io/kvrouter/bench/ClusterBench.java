@@ -809,31 +809,50 @@ final class ClusterBench {
     messages.put("ask: Booked", new io.kvrouter.cluster.admission.ModelAdmission.Booked(answer));
     messages.put("relay: ShardingEnvelope(RelayBooks of 1)",
         new org.apache.pekko.cluster.sharding.typed.ShardingEnvelope<>(model.model(), relayBooks(request, nonce, ref, 1)));
-    messages.put("relay direct: RelayBooks of 1", relayBooks(request, nonce, ref, 1));
-    messages.put("relay direct: RelayBooks of 16", relayBooks(request, nonce, ref, 16));
-    messages.put("relay: Answers of 1", new io.kvrouter.cluster.admission.BookRelay.Answers(
+    // the relay's own messages, each also as Jackson CBOR (their binding until RelaySerializer), side by side
+    io.kvrouter.core.selection.SelectionRequest hashed = withHashes(request, 64);
+    List<io.kvrouter.cluster.admission.BookRelay.Answer> mutated = List.of(new io.kvrouter.cluster.admission.BookRelay
+        .Answer(nonce, null, null, new io.kvrouter.core.admission.MutationResult(true, answer.leaseExpiresAtMillis(),
+            answer.loadUpdate(), null)));
+    Map<String, Object> relayed = new java.util.LinkedHashMap<>();
+    relayed.put("relay direct: RelayBooks of 1", relayBooks(request, nonce, ref, 1));
+    relayed.put("relay direct: RelayBooks of 1, 64 block hashes", relayBooks(hashed, nonce, ref, 1));
+    relayed.put("relay direct: RelayBooks of 16", relayBooks(request, nonce, ref, 16));
+    relayed.put("relay: Answers of 1", new io.kvrouter.cluster.admission.BookRelay.Answers(
         List.of(new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null, null)), null));
-    messages.put("relay: Answers of 16", new io.kvrouter.cluster.admission.BookRelay.Answers(
+    relayed.put("relay: Answers of 16", new io.kvrouter.cluster.admission.BookRelay.Answers(
         java.util.Collections.nCopies(16, new io.kvrouter.cluster.admission.BookRelay.Answer(nonce, answer, null,
             null)),
         null));
-    // what the owner sends each peer per flush while it answers Books: the bookings opened since the last one
-    messages.put("replication: Delta of 1 opened booking", replicaDelta(model.model(), answer, ref, 1));
-    messages.put("replication: Delta of 16 opened bookings", replicaDelta(model.model(), answer, ref, 16));
+    relayed.put("relay direct: RelayMutations of 1 (a Release)",
+        new io.kvrouter.cluster.admission.ModelAdmission.RelayMutations(ref.unsafeUpcast(), List.of(
+            new io.kvrouter.cluster.admission.ModelAdmission.RelayedMutation(
+                io.kvrouter.cluster.admission.ModelAdmission.MutationKind.RELEASE, answer.requestId(),
+                answer.attempt(), nonce)), false));
+    relayed.put("relay: Answers of 1 Release", new io.kvrouter.cluster.admission.BookRelay.Answers(mutated, null));
+    org.apache.pekko.serialization.Serializer cbor = serialization.findSerializerFor(
+        new io.kvrouter.cluster.admission.ModelAdmission.Booked(answer));
+    Map<String, org.apache.pekko.serialization.Serializer> forced = new java.util.HashMap<>();
+    for (Map.Entry<String, Object> e : relayed.entrySet()) {
+      messages.put(e.getKey(), e.getValue());
+      messages.put(e.getKey() + ", as CBOR", e.getValue());
+      forced.put(e.getKey() + ", as CBOR", cbor);
+    }
     int iterations = quick ? 2_000 : 50_000;
     Report.Table table = new Report.Table("message", "serializer", "bytes", "CPU µs per encode + decode");
     java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
     for (Map.Entry<String, Object> e : messages.entrySet()) {
       Object message = e.getValue();
-      org.apache.pekko.serialization.Serializer serializer = serialization.findSerializerFor(message);
+      org.apache.pekko.serialization.Serializer serializer = forced.getOrDefault(e.getKey(),
+          serialization.findSerializerFor(message));
       String manifest = org.apache.pekko.serialization.Serializers.manifestFor(serializer, message);
-      byte[] bytes = serialization.serialize(message).get();
+      byte[] bytes = serializer.toBinary(message);
       for (int i = 0; i < iterations / 5; i++) { // warm-up (JIT)
-        serialization.deserialize(serialization.serialize(message).get(), serializer.identifier(), manifest).get();
+        serialization.deserialize(serializer.toBinary(message), serializer.identifier(), manifest).get();
       }
       long cpu0 = threads.getCurrentThreadCpuTime();
       for (int i = 0; i < iterations; i++) {
-        serialization.deserialize(serialization.serialize(message).get(), serializer.identifier(), manifest).get();
+        serialization.deserialize(serializer.toBinary(message), serializer.identifier(), manifest).get();
       }
       long cpu = threads.getCurrentThreadCpuTime() - cpu0;
       table.row(e.getKey(), serializer.getClass().getSimpleName(), bytes.length, Report.us((double) cpu / iterations));
@@ -843,6 +862,14 @@ final class ClusterBench {
         + "serializer the region binds it to (after %,d untimed round trips); a realistic Book of 512 tokens and "
         + "its answer from the bench model.", iterations, iterations / 5));
     report.table(table);
+  }
+
+  /** {@code request} with {@code count} block hashes (a prompt of that many full blocks). */
+  private static io.kvrouter.core.selection.SelectionRequest withHashes(io.kvrouter.core.selection.SelectionRequest r,
+      int count) {
+    return new io.kvrouter.core.selection.SelectionRequest(r.model(), r.requestId(),
+        new java.util.Random(11).longs(count).toArray(), r.islTokens(), r.expectedOutputTokens(), r.pinnedWorker(),
+        r.pinnedDpRank(), r.allowedWorkers(), r.priority(), r.temperature(), r.overlapCredit(), r.prefillLoadScale());
   }
 
   private static io.kvrouter.cluster.admission.ModelAdmission.RelayBooks relayBooks(
