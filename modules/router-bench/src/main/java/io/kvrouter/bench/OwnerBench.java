@@ -283,7 +283,8 @@ final class OwnerBench {
           + "(issue 25): global Book + Release ≥ 0.25× local. `owner-direct`: a client of us's node asks a global "
           + "Select once, which names eu's owner node (Selection.owner_endpoint, from eu's pool summaries), and "
           + "sends its global Books and their Releases there: eu's node then books in its own region without a "
-          + "cross-region hop. The relay rows go through the sharding proxy of data center eu (Artery, CBOR)."
+          + "cross-region hop. The relay rows go through the sharding proxy of data center eu (Artery; the relay's "
+          + "messages as protobuf, `RelaySerializer`)."
           + CPU_NOTE);
       report.table(table);
     } finally {

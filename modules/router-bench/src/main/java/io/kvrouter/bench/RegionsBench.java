@@ -69,7 +69,7 @@ final class RegionsBench {
           + duration.toMillis() + " ms per measurement after " + warmUp.toMillis() + " ms of warm-up per path, on a "
           + "model with 4 workers in eu only (kv policy, 64-block requests). Local: `ModelClient.book`/`release` on eu's node, where the admission actor runs. Proxied: "
           + "`ModelClient.book`/`release` of region eu on us's node, through the sharding proxy for data center eu (Artery over "
-          + "loopback, CBOR both ways). Both regions run in this JVM on the same cores, so the proxied path also "
+          + "loopback, the relay's messages as protobuf both ways). Both regions run in this JVM on the same cores, so the proxied path also "
           + "pays for serialisation on both sides.");
       report.table(table);
     }
