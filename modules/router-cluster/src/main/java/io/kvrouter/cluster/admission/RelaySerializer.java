@@ -45,12 +45,7 @@ public final class RelaySerializer extends ProtoSerializer {
   private static final ModelAdmission.MutationKind[] KINDS = ModelAdmission.MutationKind.values();
 
   public RelaySerializer(ExtendedActorSystem system) {
-    super(system);
-  }
-
-  @Override
-  public int identifier() {
-    return IDENTIFIER;
+    super(system, IDENTIFIER);
   }
 
   @Override

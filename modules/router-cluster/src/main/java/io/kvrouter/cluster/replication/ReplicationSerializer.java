@@ -44,12 +44,7 @@ public final class ReplicationSerializer extends ProtoSerializer {
   private static final String ACKED = "A";
 
   public ReplicationSerializer(ExtendedActorSystem system) {
-    super(system);
-  }
-
-  @Override
-  public int identifier() {
-    return IDENTIFIER;
+    super(system, IDENTIFIER);
   }
 
   @Override

@@ -19,11 +19,19 @@ import org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider;
  */
 public abstract class ProtoSerializer extends SerializerWithStringManifest {
   private final ExtendedActorSystem system;
+  private final int identifier;
   private volatile ActorRefResolver resolver;
   private volatile ObjectMapper cbor;
 
-  protected ProtoSerializer(ExtendedActorSystem system) {
+  /** @param identifier the serializer's id on the wire (Pekko reserves 0–40) */
+  protected ProtoSerializer(ExtendedActorSystem system, int identifier) {
     this.system = system;
+    this.identifier = identifier;
+  }
+
+  @Override
+  public final int identifier() {
+    return identifier;
   }
 
   protected final ActorRefResolver resolver() {
